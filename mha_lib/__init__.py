@@ -1,0 +1,27 @@
+"""mha_lib: the shared library of *Multi-Head Attention, Answered*.
+
+The layers need only PyTorch; plotting and the benchmark import their extra dependencies
+themselves.
+"""
+
+from .conversions import from_torch, merge_heads, split_heads, to_torch
+from .counting import attention_flops, parameter_count
+from .layers import AttentionHead, MultiHeadAttention, PerHeadAttention
+from .runtime import pick_device, seed_everything
+from .shapes import resolve_heads
+
+__all__ = [
+    "AttentionHead",
+    "MultiHeadAttention",
+    "PerHeadAttention",
+    "attention_flops",
+    "from_torch",
+    "merge_heads",
+    "parameter_count",
+    "pick_device",
+    "resolve_heads",
+    "seed_everything",
+    "split_heads",
+    "to_torch",
+]
+__version__ = "0.1.0"

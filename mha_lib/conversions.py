@@ -1,0 +1,115 @@
+"""Moving weights between layouts: PyTorch's fused layer, ours, and one module per head (Chapter 2).
+
+PyTorch stores a Linear weight as (out_features, in_features) and stacks the query, key and
+value projections row-wise in ``in_proj_weight``: rows [q; k; v], each ``d_model`` rows, and
+inside each, head i owns rows ``i*head_dim:(i+1)*head_dim``. The output projection's head i
+block is the *columns* ``i*head_dim:(i+1)*head_dim`` of ``out_proj.weight``.
+"""
+
+import torch
+from torch import nn
+
+from .layers import MultiHeadAttention, PerHeadAttention
+
+
+def _copy(target, source):
+    with torch.no_grad():
+        target.copy_(source)
+
+
+def from_torch(torch_mha):
+    """``nn.MultiheadAttention`` -> ``MultiHeadAttention`` computing the same outputs.
+
+    Dropout is not carried over (compare in ``eval()`` mode). Layers with ``kdim``/``vdim``
+    different from ``embed_dim``, ``add_bias_kv`` or ``add_zero_attn`` are refused.
+    """
+    if not isinstance(torch_mha, nn.MultiheadAttention):
+        raise TypeError(f"from_torch expects torch.nn.MultiheadAttention, got {type(torch_mha).__name__}")
+    if not torch_mha._qkv_same_embed_dim:
+        raise ValueError("from_torch supports only kdim == vdim == embed_dim (one stacked in_proj_weight)")
+    if torch_mha.bias_k is not None or torch_mha.add_zero_attn:
+        raise ValueError("from_torch does not support add_bias_kv or add_zero_attn")
+    d_model, has_bias = torch_mha.embed_dim, torch_mha.in_proj_bias is not None
+    weight = torch_mha.in_proj_weight
+    layer = MultiHeadAttention(d_model, torch_mha.num_heads, bias=has_bias).to(weight.device, weight.dtype)
+    projections = (layer.q_proj, layer.k_proj, layer.v_proj)
+    for proj, rows in zip(projections, weight.chunk(3, dim=0)):  # rows [q; k; v], each (d, d)
+        _copy(proj.weight, rows)
+    if has_bias:
+        for proj, part in zip(projections, torch_mha.in_proj_bias.chunk(3)):
+            _copy(proj.bias, part)
+        _copy(layer.out_proj.bias, torch_mha.out_proj.bias)
+    _copy(layer.out_proj.weight, torch_mha.out_proj.weight)
+    return layer
+
+
+def to_torch(layer):
+    """``MultiHeadAttention`` (narrow, no GQA) -> ``nn.MultiheadAttention(batch_first=True)``."""
+    if not isinstance(layer, MultiHeadAttention):
+        raise TypeError(f"to_torch expects mha_lib.MultiHeadAttention, got {type(layer).__name__}")
+    if layer.num_heads * layer.head_dim != layer.d_model or layer.num_kv_heads != layer.num_heads:
+        raise ValueError(
+            "nn.MultiheadAttention holds only the narrow layer (num_heads * head_dim == d_model, "
+            f"num_kv_heads == num_heads); got {layer.extra_repr()}"
+        )
+    has_bias = layer.q_proj.bias is not None
+    weight = layer.q_proj.weight
+    torch_mha = nn.MultiheadAttention(
+        layer.d_model, layer.num_heads, bias=has_bias, batch_first=True,
+        device=weight.device, dtype=weight.dtype,
+    )  # fmt: skip
+    projections = (layer.q_proj, layer.k_proj, layer.v_proj)
+    _copy(torch_mha.in_proj_weight, torch.cat([p.weight for p in projections]))  # (3d, d)
+    _copy(torch_mha.out_proj.weight, layer.out_proj.weight)
+    if has_bias:
+        _copy(torch_mha.in_proj_bias, torch.cat([p.bias for p in projections]))
+        _copy(torch_mha.out_proj.bias, layer.out_proj.bias)
+    return torch_mha
+
+
+def split_heads(layer):
+    """``MultiHeadAttention`` -> ``PerHeadAttention`` whose head i holds the i-th weight blocks."""
+    if not isinstance(layer, MultiHeadAttention):
+        raise TypeError(f"split_heads expects mha_lib.MultiHeadAttention, got {type(layer).__name__}")
+    if layer.num_kv_heads != layer.num_heads:
+        raise ValueError(
+            f"split_heads needs one key/value head per query head; this layer shares "
+            f"{layer.num_kv_heads} key/value heads among {layer.num_heads} query heads"
+        )
+    has_bias = layer.q_proj.bias is not None
+    weight = layer.q_proj.weight
+    per_head = PerHeadAttention(layer.d_model, layer.num_heads, head_dim=layer.head_dim, bias=has_bias)
+    per_head = per_head.to(weight.device, weight.dtype)
+    for name in ("q_proj", "k_proj", "v_proj"):
+        fused = getattr(layer, name)
+        weight_blocks = fused.weight.split(layer.head_dim, dim=0)  # head_dim rows per head
+        bias_blocks = fused.bias.split(layer.head_dim) if has_bias else [None] * layer.num_heads
+        for head, weight_block, bias_block in zip(per_head.heads, weight_blocks, bias_blocks):
+            _copy(getattr(head, name).weight, weight_block)
+            if has_bias:
+                _copy(getattr(head, name).bias, bias_block)
+    out_blocks = layer.out_proj.weight.split(layer.head_dim, dim=1)  # head_dim columns per head
+    for head, block in zip(per_head.heads, out_blocks):
+        _copy(head.out_proj.weight, block)
+    if has_bias:
+        _copy(per_head.out_bias, layer.out_proj.bias)
+    return per_head
+
+
+def merge_heads(per_head):
+    """``PerHeadAttention`` -> ``MultiHeadAttention``: stack the heads' blocks back into one layer."""
+    if not isinstance(per_head, PerHeadAttention):
+        raise TypeError(f"merge_heads expects mha_lib.PerHeadAttention, got {type(per_head).__name__}")
+    has_bias = per_head.out_bias is not None
+    weight = per_head.heads[0].q_proj.weight
+    layer = MultiHeadAttention(per_head.d_model, per_head.num_heads, head_dim=per_head.head_dim, bias=has_bias)
+    layer = layer.to(weight.device, weight.dtype)
+    for name in ("q_proj", "k_proj", "v_proj"):
+        parts = [getattr(head, name) for head in per_head.heads]
+        _copy(getattr(layer, name).weight, torch.cat([p.weight for p in parts], dim=0))
+        if has_bias:
+            _copy(getattr(layer, name).bias, torch.cat([p.bias for p in parts]))
+    _copy(layer.out_proj.weight, torch.cat([h.out_proj.weight for h in per_head.heads], dim=1))
+    if has_bias:
+        _copy(layer.out_proj.bias, per_head.out_bias)
+    return layer
