@@ -5,7 +5,7 @@ themselves.
 """
 
 from .conversions import from_torch, merge_heads, split_heads, to_torch
-from .counting import attention_flops, parameter_count
+from .counting import attention_flops, count_parameters, parameter_count
 from .layers import AttentionHead, MultiHeadAttention, PerHeadAttention
 from .runtime import pick_device, seed_everything
 from .shapes import resolve_heads
@@ -15,6 +15,7 @@ __all__ = [
     "MultiHeadAttention",
     "PerHeadAttention",
     "attention_flops",
+    "count_parameters",
     "from_torch",
     "merge_heads",
     "parameter_count",

@@ -3,6 +3,11 @@
 from .shapes import resolve_heads
 
 
+def count_parameters(module):
+    """Trainable parameters of a real module, counted (Chapter 1 checks the formula against it)."""
+    return sum(parameter.numel() for parameter in module.parameters() if parameter.requires_grad)
+
+
 def parameter_count(d_model, num_heads, *, head_dim=None, num_kv_heads=None, bias=True):
     """Number of trainable parameters of ``MultiHeadAttention`` with these sizes.
 

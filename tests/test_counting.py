@@ -7,10 +7,6 @@ from torch import nn
 import mha_lib
 
 
-def counted(module):
-    return sum(parameter.numel() for parameter in module.parameters())
-
-
 def divisors(n):
     return [h for h in range(1, n + 1) if n % h == 0]
 
@@ -20,8 +16,8 @@ def test_torch_layer_has_the_same_parameters_for_every_head_count(num_heads):
     layer = nn.MultiheadAttention(512, num_heads)
     shapes = [tuple(parameter.shape) for parameter in layer.parameters()]
     assert shapes == [(1536, 512), (1536,), (512, 512), (512,)]
-    assert counted(layer) == 4 * 512**2 + 4 * 512 == 1_050_624
-    assert mha_lib.parameter_count(512, num_heads) == counted(layer)
+    assert mha_lib.count_parameters(layer) == 4 * 512**2 + 4 * 512 == 1_050_624
+    assert mha_lib.parameter_count(512, num_heads) == mha_lib.count_parameters(layer)
 
 
 @pytest.mark.parametrize(
@@ -41,13 +37,13 @@ def test_formula_matches_real_modules(d_model, num_heads, head_dim, num_kv_heads
     layer = mha_lib.MultiHeadAttention(
         d_model, num_heads, head_dim=head_dim, num_kv_heads=num_kv_heads, bias=bias
     )
-    expected = counted(layer)
+    expected = mha_lib.count_parameters(layer)
     assert mha_lib.parameter_count(
         d_model, num_heads, head_dim=head_dim, num_kv_heads=num_kv_heads, bias=bias
     ) == expected
     if num_kv_heads is None:
         per_head = mha_lib.PerHeadAttention(d_model, num_heads, head_dim=head_dim, bias=bias)
-        assert counted(per_head) == expected
+        assert mha_lib.count_parameters(per_head) == expected
 
 
 def test_wide_grows_linearly_and_kv_sharing_shrinks():

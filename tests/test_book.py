@@ -1,0 +1,92 @@
+"""Checks of the book itself: notebooks, configuration, README and CI agree."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def config():
+    return yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def toc_files(node):
+    if isinstance(node, dict):
+        files = [node["file"]] if "file" in node else []
+        if "root" in node:
+            files.append(node["root"])
+        return files + [f for value in node.values() for f in toc_files(value)]
+    if isinstance(node, list):
+        return [f for item in node for f in toc_files(item)]
+    return []
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks found in notebooks/"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stored_without_outputs(path):
+    notebook = json.loads(path.read_text())
+    for index, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] == "code":
+            assert not cell.get("outputs"), f"{path.name} cell {index} has stored outputs"
+            assert cell.get("execution_count") is None, f"{path.name} cell {index} has an execution count"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_code_cell_installs_from_the_configured_repository_and_picks_device(path):
+    notebook = json.loads(path.read_text())
+    first = next("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+    url = config()["repository"]["url"]
+    assert f'REPOSITORY = "{url}"' in first, f"{path.name} installs from another address than _config.yml"
+    assert "pick_device()" in first and "seed_everything(" in first
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_opens_with_questions_and_a_short_answer(path):
+    notebook = json.loads(path.read_text())
+    text = "".join(notebook["cells"][0]["source"])
+    assert text.startswith("# "), f"{path.name} must open with its title"
+    assert "Questions answered here" in text and "Short answer." in text
+
+
+def test_every_notebook_and_page_is_in_the_toc():
+    listed = set(toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text())))
+    for path in NOTEBOOKS:
+        assert f"notebooks/{path.stem}" in listed, f"{path.name} is missing from _toc.yml"
+    for entry in listed:
+        assert any((ROOT / f"{entry}{suffix}").exists() for suffix in (".md", ".ipynb")), f"{entry} not found"
+
+
+def test_ci_runs_the_readme_test_command_verbatim():
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.S)
+    test_commands = [block for block in blocks if "pytest" in block]
+    assert len(test_commands) == 1, "the README should hold exactly one test command"
+    ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test_commands[0] in ci_lines, ".ci/run does not run the README's test command as written"
+    assert any(line.strip() == "python3 -m pip install -q torch==2.13.0" for line in ci_lines)
+
+
+def test_intro_lists_every_question():
+    intro = (ROOT / "book" / "intro.md").read_text()
+    for number in range(1, 17):
+        assert re.search(rf"^\| Q{number} \|", intro, flags=re.M), f"Q{number} missing from the questions table"
+
+
+def test_benchmark_runs():
+    result = subprocess.run(
+        [sys.executable, "benchmarks/forward_backward.py", "--batch", "2", "--seq", "8", "--d-model", "16",
+         "--heads", "2", "--repeats", "3"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"ratio \d+\.\d{3}", result.stdout), result.stdout

@@ -1,0 +1,28 @@
+"""The book builds with warnings as errors, and every chapter page carries its figures."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_intro_page_is_built(built_book):
+    html = (built_book / "book" / "intro.html").read_text()
+    assert "The questions" in html and "Q16" in html
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_page_shows_its_figures_and_no_errors(built_book, chapter):
+    html = (built_book / "notebooks" / f"{chapter}.html").read_text()
+    notebook = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    figures = sum("plt.show()" in "".join(cell["source"]) for cell in notebook["cells"])
+    images = re.findall(r'<img [^>]*src="([^"]+\.png)"', html)
+    assert len(images) >= figures, f"{chapter}: {figures} figures in the notebook, {len(images)} on the page"
+    for source in images:
+        assert (built_book / "notebooks" / source).resolve().is_file(), f"{chapter}: missing image {source}"
+    assert "Traceback" not in html, f"{chapter}: an error traceback is shown on the page"
+    assert "Short answer." in html
