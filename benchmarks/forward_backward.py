@@ -9,30 +9,23 @@ drifts in machine load hit both alike; reports the median of many runs and the t
 
 import argparse
 import statistics
-import time
 
 import torch
 from torch import nn
 
 import mha_lib
+from mha_lib.timing import forward_backward, seconds
 
 
-def _synchronize(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+class SelfAttention(nn.Module):
+    """Calls ``nn.MultiheadAttention`` as ``layer(x)``, like mha_lib's layer, without weights."""
 
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
 
-def time_step(layer, x, device, ours):
-    """Seconds for one forward+backward of self-attention on ``x``."""
-    _synchronize(device)
-    start = time.perf_counter()
-    if ours:
-        out, _ = layer(x)
-    else:
-        out, _ = layer(x, x, x, need_weights=False)
-    out.sum().backward()
-    _synchronize(device)
-    return time.perf_counter() - start
+    def forward(self, x):
+        return self.layer(x, x, x, need_weights=False)
 
 
 def compare(batch=32, seq=128, d_model=256, num_heads=8, repeats=50, warmup=5, device=None):
@@ -41,6 +34,7 @@ def compare(batch=32, seq=128, d_model=256, num_heads=8, repeats=50, warmup=5, d
     torch.manual_seed(0)
     reference = nn.MultiheadAttention(d_model, num_heads, batch_first=True).to(device)
     ours = mha_lib.from_torch(reference)
+    reference = SelfAttention(reference)
     x = torch.randn(batch, seq, d_model, device=device, requires_grad=True)
     times = {"mha_lib": [], "torch": []}
     for step in range(warmup + repeats):
@@ -48,7 +42,7 @@ def compare(batch=32, seq=128, d_model=256, num_heads=8, repeats=50, warmup=5, d
         if step % 2:
             order.reverse()  # alternate which layer goes first
         for name, layer in order:
-            elapsed = time_step(layer, x, device, ours=layer is ours)
+            elapsed = seconds(lambda layer=layer: forward_backward(layer, x), device)
             if step >= warmup:
                 times[name].append(elapsed)
     medians = {name: statistics.median(values) for name, values in times.items()}

@@ -4,7 +4,14 @@ The layers need only PyTorch; plotting and the benchmark import their extra depe
 themselves.
 """
 
-from .conversions import from_torch, merge_heads, split_heads, to_torch
+from .conversions import (
+    from_torch,
+    interleaved_to_stacked,
+    merge_heads,
+    split_heads,
+    stacked_to_interleaved,
+    to_torch,
+)
 from .counting import attention_flops, count_parameters, parameter_count
 from .layers import AttentionHead, MultiHeadAttention, PerHeadAttention
 from .runtime import pick_device, seed_everything
@@ -17,12 +24,14 @@ __all__ = [
     "attention_flops",
     "count_parameters",
     "from_torch",
+    "interleaved_to_stacked",
     "merge_heads",
     "parameter_count",
     "pick_device",
     "resolve_heads",
     "seed_everything",
     "split_heads",
+    "stacked_to_interleaved",
     "to_torch",
 ]
 __version__ = "0.1.0"

@@ -113,3 +113,33 @@ def merge_heads(per_head):
     if has_bias:
         _copy(layer.out_proj.bias, per_head.out_bias)
     return layer
+
+
+def _check_qkv_rows(tensor, num_heads, name):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{name} expects a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.dim() not in (1, 2) or tensor.shape[0] % (3 * num_heads):
+        raise ValueError(
+            f"{name} expects a weight (3 * d_model, d_model) or bias (3 * d_model,) whose rows split "
+            f"into 3 * num_heads = {3 * num_heads} equal blocks, got shape {tuple(tensor.shape)}"
+        )
+    return tensor.shape[0] // (3 * num_heads)
+
+
+def interleaved_to_stacked(tensor, num_heads):
+    """Reorder fused q/k/v rows from per-head interleaving to PyTorch's stacking (Chapter 2).
+
+    Some codebases order the fused projection's rows head by head, ``[q_0; k_0; v_0; q_1; ...]``;
+    ``nn.MultiheadAttention.in_proj_weight`` stacks ``[q_0; q_1; ...; k_0; ...; v_0; ...]``.
+    Works for the weight (3d, d) and the bias (3d,).
+    """
+    head_dim = _check_qkv_rows(tensor, num_heads, "interleaved_to_stacked")
+    blocks = tensor.reshape(num_heads, 3, head_dim, *tensor.shape[1:])  # (head, qkv, head_dim, ...)
+    return blocks.transpose(0, 1).reshape(tensor.shape)  # (qkv, head, head_dim, ...) flattened
+
+
+def stacked_to_interleaved(tensor, num_heads):
+    """The inverse of :func:`interleaved_to_stacked`."""
+    head_dim = _check_qkv_rows(tensor, num_heads, "stacked_to_interleaved")
+    blocks = tensor.reshape(3, num_heads, head_dim, *tensor.shape[1:])  # (qkv, head, head_dim, ...)
+    return blocks.transpose(0, 1).reshape(tensor.shape)  # (head, qkv, head_dim, ...) flattened

@@ -27,3 +27,40 @@ def line_chart(series, *, xlabel, ylabel, title=None, logx=False, logy=False, ax
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(frameon=False)
     return ax
+
+
+def head_ownership(layer, axes=None):
+    """Draw a layer's fused weights coloured by the head that owns each block (Chapter 2).
+
+    Left: the stacked q/k/v projection as PyTorch stores it, ``(3 * h * head_dim, d_model)``; head i
+    owns a band of rows in each of the three parts. Right: the output projection
+    ``(d_model, h * head_dim)``; head i owns a band of columns. Shading is the weight's magnitude.
+    """
+    import numpy as np
+
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(8, 4.2), gridspec_kw={"width_ratios": [1, 1.2]})
+    colours = plt.get_cmap("tab10" if layer.num_heads <= 10 else "tab20")
+    in_proj = np.concatenate([p.weight.detach().cpu().numpy() for p in (layer.q_proj, layer.k_proj, layer.v_proj)])
+    out_proj = layer.out_proj.weight.detach().cpu().numpy()
+    width = layer.num_heads * layer.head_dim
+
+    def painted(weight, owner):  # owner: head index of every entry, same shape as weight
+        shade = 0.35 + 0.65 * np.abs(weight) / np.abs(weight).max()
+        rgb = colours(owner % colours.N)[..., :3]
+        return 1 - (1 - rgb) * shade[..., None]  # strong weights: full colour; weak: pale
+
+    rows = (np.arange(in_proj.shape[0]) % width) // layer.head_dim
+    axes[0].imshow(painted(in_proj, np.broadcast_to(rows[:, None], in_proj.shape)), aspect="auto")
+    for boundary in (width, 2 * width):
+        axes[0].axhline(boundary - 0.5, color="black", linewidth=1.5)
+    axes[0].set_yticks([width / 2, 1.5 * width, 2.5 * width], ["$W^Q$", "$W^K$", "$W^V$"])
+    axes[0].set_xlabel("input feature (all of x)")
+    axes[0].set_title("q/k/v projection: rows owned by head i", fontsize=10)
+    columns = np.arange(width) // layer.head_dim
+    axes[1].imshow(painted(out_proj, np.broadcast_to(columns[None, :], out_proj.shape)), aspect="auto")
+    axes[1].set_xlabel("concatenated head outputs")
+    axes[1].set_ylabel("output feature")
+    axes[1].set_title("$W^O$: columns owned by head i", fontsize=10)
+    axes[0].figure.suptitle(f"d_model = {layer.d_model}, {layer.num_heads} heads of size {layer.head_dim}")
+    return axes

@@ -238,3 +238,16 @@ def test_every_combination_of_mask_kinds_on_per_head_layer():
         b, wb = per_head(query, key, value, attn_mask=mask, key_padding_mask=pad, need_weights=True)
         torch.testing.assert_close(a, b, atol=ATOL, rtol=0)
         torch.testing.assert_close(wa, wb, atol=ATOL, rtol=0)
+
+
+def test_interleaved_layout_converts_to_stacked():
+    torch.manual_seed(0)
+    reference = nn.MultiheadAttention(12, 3, batch_first=True)
+    weight, bias = reference.in_proj_weight.detach(), reference.in_proj_bias.detach()
+    interleaved = mha_lib.stacked_to_interleaved(weight, 3)
+    # Head 1's key rows sit right after head 1's query rows in the interleaved layout.
+    assert torch.equal(interleaved[16:20], weight[12 + 4 : 12 + 8])  # rows: q0 k0 v0 q1 k1 ...
+    assert torch.equal(mha_lib.interleaved_to_stacked(interleaved, 3), weight)
+    assert torch.equal(mha_lib.interleaved_to_stacked(mha_lib.stacked_to_interleaved(bias, 3), 3), bias)
+    with pytest.raises(ValueError, match="3 \\* num_heads = 15"):
+        mha_lib.interleaved_to_stacked(weight, 5)

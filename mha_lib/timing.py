@@ -1,0 +1,40 @@
+"""Wall-clock timing that is honest on CPU and GPU (Chapter 3; the benchmark in benchmarks/)."""
+
+import statistics
+import time
+
+import torch
+
+
+def synchronize(device):
+    """Wait for queued GPU work, so that a timer measures the work and not its launch."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def seconds(step, device):
+    """Seconds one call of ``step()`` takes on ``device``."""
+    synchronize(device)
+    start = time.perf_counter()
+    step()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def forward_backward(layer, x):
+    """One training-style step of a self-attention layer: forward, then backward of a scalar."""
+    output, _ = layer(x)
+    output.sum().backward()
+
+
+def time_forward_backward(layer, x, *, repeats=20, warmup=3):
+    """Seconds per forward+backward, one entry per repeat after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        forward_backward(layer, x)
+    return [seconds(lambda: forward_backward(layer, x), x.device) for _ in range(repeats)]
+
+
+def summarize(times):
+    """Median and interquartile range of a list of timings: ``(median, q1, q3)``."""
+    q1, median, q3 = statistics.quantiles(times, n=4)
+    return median, q1, q3
