@@ -10,7 +10,6 @@ import functools
 import http.server
 import shutil
 import threading
-from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
@@ -83,7 +82,8 @@ def test_every_page_renders_with_images_links_and_no_script_errors(site, browser
     checked = {"pages": 0, "images": 0, "links": 0}
     for name in all_pages:
         url = urljoin(base, name)
-        page, script_errors = visit(browser, url, html_root.parent / "screenshots" / name.replace("/", "_").replace(".html", ".png"))
+        screenshot = html_root.parent / "screenshots" / name.replace("/", "_").replace(".html", ".png")
+        page, script_errors = visit(browser, url, screenshot)
         assert not script_errors, f"{name}: script errors {script_errors}"
         broken = page.eval_on_selector_all(
             "img", "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
