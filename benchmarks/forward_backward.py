@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import mha_lib
-from mha_lib.timing import forward_backward, seconds
+from mha_lib.timing import time_interleaved
 
 
 class SelfAttention(nn.Module):
@@ -36,15 +36,7 @@ def compare(batch=32, seq=128, d_model=256, num_heads=8, repeats=50, warmup=5, d
     ours = mha_lib.from_torch(reference)
     reference = SelfAttention(reference)
     x = torch.randn(batch, seq, d_model, device=device, requires_grad=True)
-    times = {"mha_lib": [], "torch": []}
-    for step in range(warmup + repeats):
-        order = [("mha_lib", ours), ("torch", reference)]
-        if step % 2:
-            order.reverse()  # alternate which layer goes first
-        for name, layer in order:
-            elapsed = seconds(lambda layer=layer: forward_backward(layer, x), device)
-            if step >= warmup:
-                times[name].append(elapsed)
+    times = time_interleaved({"mha_lib": ours, "torch": reference}, x, repeats=repeats, warmup=warmup)
     medians = {name: statistics.median(values) for name, values in times.items()}
     return {"device": str(device), **medians, "ratio": medians["mha_lib"] / medians["torch"]}
 

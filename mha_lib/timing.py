@@ -38,3 +38,21 @@ def summarize(times):
     """Median and interquartile range of a list of timings: ``(median, q1, q3)``."""
     q1, median, q3 = statistics.quantiles(times, n=4)
     return median, q1, q3
+
+
+def time_interleaved(layers, x, *, repeats=20, warmup=3):
+    """Seconds per forward+backward for each of ``{name: layer}``, measured round-robin.
+
+    Each repeat times every layer once, in alternating order, so that a change in machine load
+    hits all layers alike instead of biasing whichever was measured at the time.
+    """
+    times = {name: [] for name in layers}
+    for step in range(warmup + repeats):
+        order = list(layers.items())
+        if step % 2:
+            order.reverse()
+        for name, layer in order:
+            elapsed = seconds(lambda layer=layer: forward_backward(layer, x), x.device)
+            if step >= warmup:
+                times[name].append(elapsed)
+    return times
