@@ -12,6 +12,12 @@ from torch import nn
 from .layers import MultiHeadAttention, PerHeadAttention
 
 
+def _expect(obj, expected, caller):
+    if not isinstance(obj, expected):
+        home = "torch.nn" if expected is nn.MultiheadAttention else "mha_lib"
+        raise TypeError(f"{caller} expects {home}.{expected.__name__}, got {type(obj).__name__}")
+
+
 def _copy(target, source):
     with torch.no_grad():
         target.copy_(source)
@@ -23,8 +29,7 @@ def from_torch(torch_mha):
     Dropout is not carried over (compare in ``eval()`` mode). Layers with ``kdim``/``vdim``
     different from ``embed_dim``, ``add_bias_kv`` or ``add_zero_attn`` are refused.
     """
-    if not isinstance(torch_mha, nn.MultiheadAttention):
-        raise TypeError(f"from_torch expects torch.nn.MultiheadAttention, got {type(torch_mha).__name__}")
+    _expect(torch_mha, nn.MultiheadAttention, "from_torch")
     if not torch_mha._qkv_same_embed_dim:
         raise ValueError("from_torch supports only kdim == vdim == embed_dim (one stacked in_proj_weight)")
     if torch_mha.bias_k is not None or torch_mha.add_zero_attn:
@@ -45,8 +50,7 @@ def from_torch(torch_mha):
 
 def to_torch(layer):
     """``MultiHeadAttention`` (narrow, no GQA) -> ``nn.MultiheadAttention(batch_first=True)``."""
-    if not isinstance(layer, MultiHeadAttention):
-        raise TypeError(f"to_torch expects mha_lib.MultiHeadAttention, got {type(layer).__name__}")
+    _expect(layer, MultiHeadAttention, "to_torch")
     if layer.num_heads * layer.head_dim != layer.d_model or layer.num_kv_heads != layer.num_heads:
         raise ValueError(
             "nn.MultiheadAttention holds only the narrow layer (num_heads * head_dim == d_model, "
@@ -69,8 +73,7 @@ def to_torch(layer):
 
 def split_heads(layer):
     """``MultiHeadAttention`` -> ``PerHeadAttention`` whose head i holds the i-th weight blocks."""
-    if not isinstance(layer, MultiHeadAttention):
-        raise TypeError(f"split_heads expects mha_lib.MultiHeadAttention, got {type(layer).__name__}")
+    _expect(layer, MultiHeadAttention, "split_heads")
     if layer.num_kv_heads != layer.num_heads:
         raise ValueError(
             f"split_heads needs one key/value head per query head; this layer shares "
@@ -98,8 +101,7 @@ def split_heads(layer):
 
 def merge_heads(per_head):
     """``PerHeadAttention`` -> ``MultiHeadAttention``: stack the heads' blocks back into one layer."""
-    if not isinstance(per_head, PerHeadAttention):
-        raise TypeError(f"merge_heads expects mha_lib.PerHeadAttention, got {type(per_head).__name__}")
+    _expect(per_head, PerHeadAttention, "merge_heads")
     has_bias = per_head.out_bias is not None
     weight = per_head.heads[0].q_proj.weight
     layer = MultiHeadAttention(per_head.d_model, per_head.num_heads, head_dim=per_head.head_dim, bias=has_bias)

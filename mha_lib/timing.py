@@ -27,13 +27,6 @@ def forward_backward(layer, x):
     output.sum().backward()
 
 
-def time_forward_backward(layer, x, *, repeats=20, warmup=3):
-    """Seconds per forward+backward, one entry per repeat after ``warmup`` untimed calls."""
-    for _ in range(warmup):
-        forward_backward(layer, x)
-    return [seconds(lambda: forward_backward(layer, x), x.device) for _ in range(repeats)]
-
-
 def summarize(times):
     """Median and interquartile range of a list of timings: ``(median, q1, q3)``."""
     q1, median, q3 = statistics.quantiles(times, n=4)
