@@ -12,3 +12,60 @@ def relative_difference(output, reference):
             f"relative_difference needs tensors of one shape, got {tuple(output.shape)} and {tuple(reference.shape)}"
         )
     return ((output - reference).norm() / reference.norm()).item()
+
+
+def head_spread(layer):
+    """How different a layer's heads are: RMS distance of each head's parameters from the heads'
+    mean, relative to the RMS size of a head's parameters (Chapter 4). 0 means identical heads.
+    """
+    from .conversions import head_parameters
+
+    params = head_parameters(layer)  # (heads, parameters per head)
+    return ((params - params.mean(0)).pow(2).sum(1).mean().sqrt() / params.pow(2).sum(1).mean().sqrt()).item()
+
+
+def js_distance(p, q):
+    """Jensen-Shannon distance (base 2, in [0, 1]) between distributions along the last axis."""
+    middle = (p + q) / 2
+
+    def kl(a, b):  # 0 * log(0 / b) counts as 0
+        return torch.where(a > 0, a * (a.clamp_min(1e-30).log2() - b.clamp_min(1e-30).log2()), 0.0).sum(-1)
+
+    return ((kl(p, middle) + kl(q, middle)) / 2).clamp_min(0).sqrt()
+
+
+def pairwise_head_distance(weights):
+    """Mean Jensen-Shannon distance between every pair of heads' attention rows (Chapters 4 and 6).
+
+    ``weights``: ``(batch, heads, n_query, n_key)``, rows summing to 1 (heads of several layers
+    may be concatenated along dim 1). Returns a ``(heads, heads)`` matrix, averaged over the
+    batch and the queries.
+    """
+    if weights.dim() != 4:
+        raise ValueError(f"weights must be (batch, heads, n_query, n_key), got {tuple(weights.shape)}")
+    p, q = weights.unsqueeze(2), weights.unsqueeze(1)  # (batch, heads, 1, ..) and (batch, 1, heads, ..)
+    return js_distance(p, q).mean(dim=(0, 3))
+
+
+def rank_correlation(a, b):
+    """Spearman rank correlation of two equally long sets of numbers (ties broken by order)."""
+    a, b = torch.as_tensor(a, dtype=torch.float64).flatten(), torch.as_tensor(b, dtype=torch.float64).flatten()
+    if a.shape != b.shape or a.numel() < 2:
+        raise ValueError(f"rank_correlation needs two sequences of one length >= 2, got {a.numel()} and {b.numel()}")
+    rank_a, rank_b = (values.argsort().argsort().double() for values in (a, b))
+    return torch.corrcoef(torch.stack([rank_a, rank_b]))[0, 1].item()
+
+
+def offset_profile(weights, first=0):
+    """Mean attention each head pays to the key ``k`` positions back: ``(heads, n_key)`` (Chapters 4, 6).
+
+    ``weights``: ``(batch, heads, n, n)`` of causal self-attention. Entry ``[i, k]`` averages head
+    i's weight on key ``t - k`` over queries ``t >= max(first, k)`` and the batch.
+    """
+    batch, heads, n, _ = weights.shape
+    profile = torch.zeros(heads, n, device=weights.device)
+    for k in range(n):
+        queries = torch.arange(max(first, k), n, device=weights.device)
+        if len(queries):
+            profile[:, k] = weights[:, :, queries, queries - k].mean(dim=(0, 2))
+    return profile

@@ -145,3 +145,45 @@ def stacked_to_interleaved(tensor, num_heads):
     head_dim = _check_qkv_rows(tensor, num_heads, "stacked_to_interleaved")
     blocks = tensor.reshape(3, num_heads, head_dim, *tensor.shape[1:])  # (qkv, head, head_dim, ...)
     return blocks.transpose(0, 1).reshape(tensor.shape)  # (head, qkv, head_dim, ...) flattened
+
+
+def _head_blocks(layer):
+    """Views of every parameter of a narrow or wide ``MultiHeadAttention`` with heads first.
+
+    Each view has shape ``(num_heads, ...)``: q/k/v weights ``(heads, head_dim, d_model)``, their
+    biases ``(heads, head_dim)``, and W_O's column block ``(heads, d_model, head_dim)``.
+    """
+    _expect(layer, MultiHeadAttention, "head parameters")
+    if layer.num_kv_heads != layer.num_heads:
+        raise ValueError("per-head parameters need num_kv_heads == num_heads (no shared key/value heads)")
+    heads, head_dim = layer.num_heads, layer.head_dim
+    blocks = []
+    for proj in (layer.q_proj, layer.k_proj, layer.v_proj):
+        blocks.append(proj.weight.view(heads, head_dim, layer.d_model))  # rows of head i
+        if proj.bias is not None:
+            blocks.append(proj.bias.view(heads, head_dim))
+    # (d_model, heads * head_dim) -> (heads, d_model, head_dim): the columns of head i
+    blocks.append(layer.out_proj.weight.view(layer.d_model, heads, head_dim).permute(1, 0, 2))
+    return blocks
+
+
+def head_parameters(layer):
+    """All of each head's own parameters as one row: ``(num_heads, parameters per head)`` (Chapter 4).
+
+    The output bias is shared by all heads and not included. Returns a detached copy.
+    """
+    return torch.cat([block.detach().reshape(layer.num_heads, -1) for block in _head_blocks(layer)], dim=1)
+
+
+def copy_head(layer, source=0):
+    """Give every head of ``layer`` the weights of head ``source``, in place (Chapter 4's symmetry).
+
+    Returns ``layer``. Identical heads receive identical gradients, so they stay identical.
+    """
+    blocks = _head_blocks(layer)
+    if isinstance(source, bool) or not isinstance(source, int) or not 0 <= source < layer.num_heads:
+        raise ValueError(f"source must be a head index in [0, {layer.num_heads}), got {source!r}")
+    with torch.no_grad():
+        for block in blocks:
+            block.copy_(block[source : source + 1].expand_as(block).clone())
+    return layer

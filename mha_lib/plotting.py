@@ -64,3 +64,57 @@ def head_ownership(layer, axes=None):
     axes[1].set_title("$W^O$: columns owned by head i", fontsize=10)
     axes[0].figure.suptitle(f"d_model = {layer.d_model}, {layer.num_heads} heads of size {layer.head_dim}")
     return axes
+
+
+def learning_curves(runs, *, ax=None, title=None, ylabel="loss / target variance", logy=True):
+    """Median and min-max band over seeds: ``runs`` is ``{label: [history, ...]}`` (Chapters 4, 5).
+
+    Each history is a ``{"step": [...], "loss": [...]}`` dict from :func:`mha_lib.training.train`.
+    """
+    import numpy as np
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.4, 4.0))
+    for label, histories in runs.items():
+        steps = histories[0]["step"]
+        losses = np.array([history["loss"] for history in histories])  # (seeds, records)
+        (line,) = ax.plot(steps, np.median(losses, axis=0), label=f"{label} ({len(histories)} seeds)")
+        ax.fill_between(steps, losses.min(axis=0), losses.max(axis=0), color=line.get_color(), alpha=0.2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(frameon=False)
+    return ax
+
+
+def attention_grid(weights, *, row_labels=None, column_labels=None, tokens=None, size=1.6, title=None):
+    """Draw attention maps ``(rows, columns, n_query, n_key)`` as a grid of heatmaps (Chapters 4, 6).
+
+    Rows are usually layers and columns heads. ``tokens`` labels the axes of a single map's
+    queries and keys when the grid has one row and few columns. Returns the figure.
+    """
+    weights = weights.detach().cpu()
+    rows, columns = weights.shape[:2]
+    figure, axes = plt.subplots(rows, columns, figsize=(size * columns, size * rows), squeeze=False)
+    for r in range(rows):
+        for c in range(columns):
+            ax = axes[r, c]
+            ax.imshow(weights[r, c].numpy(), cmap="viridis", vmin=0, vmax=1)
+            if tokens is not None:
+                ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
+                ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+            else:
+                ax.set_xticks([])
+                ax.set_yticks([])
+            if r == 0 and column_labels is not None:
+                ax.set_title(column_labels[c], fontsize=9)
+            if c == 0 and row_labels is not None:
+                ax.set_ylabel(row_labels[r], fontsize=9)
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    return figure
