@@ -41,3 +41,18 @@ def attention_flops(d_model, num_heads, n_query, n_key=None, *, head_dim=None, n
         "mixing": mixing,
         "total": projections + scores + mixing,
     }
+
+
+def activation_elements(d_model, num_heads, seq_len, *, batch=1, head_dim=None):
+    """Elements a self-attention layer keeps for the backward pass on the fused path (Chapter 5).
+
+    With ``need_weights=False`` the layer calls ``scaled_dot_product_attention``, which does not
+    store the ``n x n`` weights. What autograd keeps is the input ``x`` (``n * d``), the
+    projected ``q``, ``k``, ``v`` (``3 * n * h * head_dim``), the concatenated head outputs
+    (``n * h * head_dim``) and one log-sum-exp per query and head (``h * n``), per sequence.
+    Multiply by the element size for bytes; :func:`mha_lib.memory.saved_activation_bytes`
+    measures it.
+    """
+    head_dim, _ = resolve_heads(d_model, num_heads, head_dim, None)
+    per_sequence = seq_len * d_model + 4 * seq_len * num_heads * head_dim + num_heads * seq_len
+    return batch * per_sequence

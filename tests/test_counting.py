@@ -76,3 +76,27 @@ def test_flops_match_a_profiler_count():
     with FlopCounterMode(display=False) as counter:
         layer(x, need_weights=True)
     assert counter.get_total_flops() == mha_lib.attention_flops(64, 4, 10)["total"]
+
+
+@pytest.mark.parametrize("d_model,num_heads,head_dim", [(64, 1, None), (64, 8, None), (64, 4, 64), (48, 6, 5)])
+def test_activation_model_matches_saved_tensors(d_model, num_heads, head_dim):
+    from mha_lib.counting import activation_elements
+    from mha_lib.memory import peak_training_bytes, saved_activation_bytes
+
+    layer = mha_lib.MultiHeadAttention(d_model, num_heads, head_dim=head_dim)
+    x = torch.randn(3, 20, d_model)
+    expected = 4 * activation_elements(d_model, num_heads, 20, batch=3, head_dim=head_dim)
+    assert saved_activation_bytes(layer, x) == expected
+    assert peak_training_bytes(layer, x) is None  # CPU: no peak counter
+
+
+def test_low_rank_fit_needs_rank_close_to_n():
+    from mha_lib.low_rank import fit_attention
+
+    target = torch.randn(12, 12, generator=torch.Generator().manual_seed(0)).softmax(-1)
+    kl = fit_attention(target, [1, 6, 12], steps=800)
+    assert kl[0] > kl[1] > kl[2] and kl[2] < 1e-3 and kl[1] > 10 * kl[2]
+    with pytest.raises(ValueError):
+        fit_attention(torch.ones(3, 4) / 4, [1])
+    with pytest.raises(ValueError):
+        fit_attention(torch.eye(3), [1])  # zeros in the target

