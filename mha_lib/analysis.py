@@ -1,4 +1,6 @@
-"""Measuring what layers compute: comparisons of outputs and attention (Chapters 2-4)."""
+"""Measuring what layers compute: outputs, heads and where attention goes (Chapters 2-6)."""
+
+import math
 
 import torch
 
@@ -69,3 +71,50 @@ def offset_profile(weights, first=0):
         if len(queries):
             profile[:, k] = weights[:, :, queries, queries - k].mean(dim=(0, 2))
     return profile
+
+
+def attention_statistics(weights):
+    """Where each head's attention goes in one sequence (Chapter 6, after Clark et al. 2019).
+
+    ``weights``: ``(..., n, n)`` attention of one sentence whose first token is ``[CLS]`` and
+    last is ``[SEP]``. Returns a dict of ``(...)`` tensors, each averaged over the queries:
+    ``previous`` and ``next`` (weight on the neighbouring token, over the queries that have
+    one), ``cls``, ``sep``, ``self`` and ``entropy`` (of each row, divided by ``log n``, so 1 is
+    uniform).
+    """
+    n = weights.shape[-1]
+    if weights.shape[-2] != n or n < 3:
+        raise ValueError(f"weights must end in (n, n) with n >= 3, got {tuple(weights.shape)}")
+    index = torch.arange(n, device=weights.device)
+    entropy = -(weights * weights.clamp_min(1e-12).log()).sum(-1) / math.log(n)
+    return {
+        "previous": weights[..., index[1:], index[1:] - 1].mean(-1),
+        "next": weights[..., index[:-1], index[:-1] + 1].mean(-1),
+        "cls": weights[..., :, 0].mean(-1),
+        "sep": weights[..., :, -1].mean(-1),
+        "self": weights[..., index, index].mean(-1),
+        "entropy": entropy.mean(-1),
+    }
+
+
+HEAD_CLASSES = ("previous token", "next token", "[CLS]", "[SEP]", "broad", "mixed")
+
+
+def classify_heads(statistics, *, share=0.5, broad=0.75):
+    """Label every head with the first rule it meets (Chapter 6).
+
+    "previous token" / "next token" / "[CLS]" / "[SEP]" when at least ``share`` of its attention
+    goes there on average; "broad" when its mean normalised entropy is at least ``broad``;
+    otherwise "mixed". ``statistics`` is :func:`attention_statistics` output, averaged over
+    sentences. Returns a nested list with the shape of the statistics, e.g. (layers, heads).
+    """
+    rules = [("previous token", "previous"), ("next token", "next"), ("[CLS]", "cls"), ("[SEP]", "sep")]
+
+    def label(position):
+        for name, key in rules:
+            if statistics[key][position] >= share:
+                return name
+        return "broad" if statistics["entropy"][position] >= broad else "mixed"
+
+    shape = statistics["entropy"].shape
+    return [[label((layer, head)) for head in range(shape[1])] for layer in range(shape[0])]

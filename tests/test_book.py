@@ -82,6 +82,16 @@ def test_intro_lists_every_question():
         assert re.search(rf"^\| Q{number} \|", intro, flags=re.M), f"Q{number} missing from the questions table"
 
 
+def test_answers_page_answers_every_question_with_evidence():
+    answers = (ROOT / "book" / "answers.md").read_text()
+    blocks = re.split(r"^\*\*(Q\d+)\. ", answers, flags=re.M)[1:]
+    found = dict(zip(blocks[::2], blocks[1::2]))
+    assert sorted(found, key=lambda q: int(q[1:])) == [f"Q{n}" for n in range(1, 17)]
+    for question, text in found.items():
+        assert "Evidence:" in text, f"{question} has no evidence"
+        assert re.search(r"\]\(\.\./notebooks/0\d_\w+\.ipynb(#[\w-]+)?\)", text), f"{question} links no notebook"
+
+
 def test_benchmark_runs():
     result = subprocess.run(
         [sys.executable, "benchmarks/forward_backward.py", "--batch", "2", "--seq", "8", "--d-model", "16",

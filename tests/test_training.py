@@ -165,3 +165,24 @@ def test_figures_draw():
     assert len(ax.lines) == 1
     figure = attention_grid(torch.rand(2, 3, 4, 4), row_labels=["x", "y"], column_labels=list("abc"))
     assert len(figure.axes) == 6
+
+
+def test_attention_statistics_and_classification():
+    from mha_lib.analysis import HEAD_CLASSES, attention_statistics, classify_heads
+
+    n = 6
+    previous = torch.zeros(n, n)
+    previous[0, 0] = 1
+    previous[torch.arange(1, n), torch.arange(n - 1)] = 1
+    to_cls = torch.zeros(n, n)
+    to_cls[:, 0] = 1
+    uniform = torch.full((n, n), 1 / n)
+    maps = torch.stack([previous, to_cls, uniform]).view(1, 3, n, n)  # (layers, heads, n, n)
+    stats = attention_statistics(maps)
+    assert stats["previous"][0, 0] == 1 and stats["cls"][0, 1] == 1
+    assert math.isclose(stats["entropy"][0, 2].item(), 1.0, rel_tol=1e-5)
+    labels = classify_heads(stats)
+    assert labels == [["previous token", "[CLS]", "broad"]]
+    assert set(HEAD_CLASSES) >= {label for row in labels for label in row}
+    with pytest.raises(ValueError):
+        attention_statistics(torch.rand(2, 3))
