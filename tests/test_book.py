@@ -88,7 +88,7 @@ def test_answers_page_answers_every_question_with_evidence():
     found = dict(zip(blocks[::2], blocks[1::2]))
     assert sorted(found, key=lambda q: int(q[1:])) == [f"Q{n}" for n in range(1, 17)]
     for question, text in found.items():
-        assert "Evidence:" in text, f"{question} has no evidence"
+        assert "*Evidence:*" in text, f"{question} has no evidence"
         assert re.search(r"\]\(\.\./notebooks/0\d_\w+\.ipynb(#[\w-]+)?\)", text), f"{question} links no notebook"
 
 
@@ -100,3 +100,20 @@ def test_benchmark_runs():
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert re.search(r"ratio \d+\.\d{3}", result.stdout), result.stdout
+
+
+def test_set_repository_rewrites_config_and_notebooks(tmp_path):
+    import shutil
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from set_repository import set_repository
+
+    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns(".*"))
+    old, changed = set_repository("https://github.com/someone/fork", root=tmp_path)
+    assert old == config()["repository"]["url"] and len(changed) == 1 + len(NOTEBOOKS)
+    for path in [tmp_path / "_config.yml", *(tmp_path / "notebooks").glob("*.ipynb")]:
+        text = path.read_text()
+        assert "https://github.com/someone/fork" in text and old not in text
+    with pytest.raises(ValueError):
+        set_repository("not a url", root=tmp_path)
