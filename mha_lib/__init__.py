@@ -1,7 +1,9 @@
 """mha_lib: the shared library of *Multi-Head Attention, Answered*.
 
-The layers need only PyTorch; plotting and the benchmark import their extra dependencies
-themselves.
+The layers need only PyTorch. Submodules hold the rest, one idea each: ``tasks``, ``model``,
+``training`` and ``analysis`` (Chapters 4-6), ``memory`` and ``low_rank`` (Chapter 5),
+``pretrained`` (Chapter 6), ``plotting`` and ``timing``. Plotting and the pretrained loader
+import their extra dependencies themselves, so ``import mha_lib`` stays light.
 """
 
 from .conversions import (

@@ -39,7 +39,7 @@ def train(model, task, *, steps, seed, batch_size=64, lr=3e-3, record_every=10, 
 
 @torch.no_grad()
 def evaluate(model, task, *, seed=10_000, batch_size=1024, head_mask=None):
-    """Mean squared error on a fresh batch (seeded apart from training); ``head_mask`` as in the model."""
+    """Mean squared error on a fresh batch, seeded apart from training (Chapters 4, 5)."""
     device = next(model.parameters()).device
     x, target = task.sample(batch_size, generator=torch.Generator().manual_seed(seed), device=device)
     return _loss(model, task, x, target, head_mask).item()
@@ -65,7 +65,7 @@ def head_importance(model, task, *, seed=20_000, batches=16, batch_size=32):
 
 
 def ablation_cost(model, task, *, seed=10_000, batch_size=1024):
-    """Increase of the evaluation loss when each head alone is removed: ``(num_layers, num_heads)``."""
+    """Increase of the evaluation loss when each head alone is removed (Chapter 4): ``(num_layers, num_heads)``."""
     device = next(model.parameters()).device
     shape = (len(model.layers), model.layers[0].num_heads)
     base = evaluate(model, task, seed=seed, batch_size=batch_size)
