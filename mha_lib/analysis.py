@@ -4,6 +4,8 @@ import math
 
 import torch
 
+from .conversions import head_parameters
+
 
 def relative_difference(output, reference):
     """``||output - reference|| / ||reference||`` as a float (Frobenius norms over all entries)."""
@@ -20,8 +22,6 @@ def head_spread(layer):
     """How different a layer's heads are: RMS distance of each head's parameters from the heads'
     mean, relative to the RMS size of a head's parameters (Chapter 4). 0 means identical heads.
     """
-    from .conversions import head_parameters
-
     params = head_parameters(layer)  # (heads, parameters per head)
     return ((params - params.mean(0)).pow(2).sum(1).mean().sqrt() / params.pow(2).sum(1).mean().sqrt()).item()
 
@@ -59,7 +59,7 @@ def rank_correlation(a, b):
 
 
 def offset_profile(weights, first=0):
-    """Mean attention each head pays to the key ``k`` positions back: ``(heads, n_key)`` (Chapters 4, 6).
+    """Mean attention each head pays to the key ``k`` positions back: ``(heads, n_key)`` (Chapter 4).
 
     ``weights``: ``(batch, heads, n, n)`` of causal self-attention. Entry ``[i, k]`` averages head
     i's weight on key ``t - k`` over queries ``t >= max(first, k)`` and the batch.

@@ -175,15 +175,19 @@ def head_parameters(layer):
     return torch.cat([block.detach().reshape(layer.num_heads, -1) for block in _head_blocks(layer)], dim=1)
 
 
-def copy_head(layer, source=0):
-    """Give every head of ``layer`` the weights of head ``source``, in place (Chapter 4's symmetry).
+def copy_head(layer, source=0, targets=None):
+    """Give heads ``targets`` (default: every head) the weights of head ``source``, in place.
 
-    Returns ``layer``. Identical heads receive identical gradients, so they stay identical.
+    Returns ``layer``. Identical heads receive identical gradients, so they stay identical
+    (Chapter 4's symmetry).
     """
     blocks = _head_blocks(layer)
-    if isinstance(source, bool) or not isinstance(source, int) or not 0 <= source < layer.num_heads:
-        raise ValueError(f"source must be a head index in [0, {layer.num_heads}), got {source!r}")
+    targets = range(layer.num_heads) if targets is None else targets
+    for index in (source, *targets):
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < layer.num_heads:
+            raise ValueError(f"source and targets must be head indices in [0, {layer.num_heads}), got {index!r}")
     with torch.no_grad():
         for block in blocks:
-            block.copy_(block[source : source + 1].expand_as(block).clone())
+            for target in targets:
+                block[target] = block[source]
     return layer

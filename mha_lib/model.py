@@ -27,6 +27,11 @@ class AttentionModel(nn.Module):
         )
         self.readout = nn.Linear(d_model, d_out)
 
+    @property
+    def head_shape(self):
+        """``(num_layers, num_heads)``: the shape of a ``head_mask`` and of per-head scores."""
+        return len(self.layers), self.layers[0].num_heads
+
     @classmethod
     def for_task(cls, task, **sizes):
         """A model whose input and output sizes fit ``task`` (an :class:`~mha_lib.tasks.OffsetCopy`)."""
@@ -42,10 +47,10 @@ class AttentionModel(nn.Module):
             raise ValueError(f"x must have shape (batch, seq, {self.embed.in_features}), got {tuple(x.shape)}")
         if x.shape[1] > self.position.shape[0]:
             raise ValueError(f"sequences longer than seq_len={self.position.shape[0]}: got {x.shape[1]}")
-        shape = (len(self.layers), self.layers[0].num_heads)
-        if head_mask is not None and tuple(head_mask.shape) != shape:
+        if head_mask is not None and tuple(head_mask.shape) != self.head_shape:
             raise ValueError(
-                f"head_mask must have shape (num_layers, num_heads) = {shape}, got {tuple(head_mask.shape)}"
+                f"head_mask must have shape (num_layers, num_heads) = {self.head_shape}, "
+                f"got {tuple(head_mask.shape)}"
             )
         hidden = self.embed(x) + self.position[: x.shape[1]]
         all_weights = []

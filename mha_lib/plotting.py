@@ -91,11 +91,10 @@ def learning_curves(runs, *, ax=None, title=None, ylabel="loss / target variance
     return ax
 
 
-def attention_grid(weights, *, row_labels=None, column_labels=None, tokens=None, size=1.6, title=None):
+def attention_grid(weights, *, row_labels=None, column_labels=None, size=1.6, title=None):
     """Draw attention maps ``(rows, columns, n_query, n_key)`` as a grid of heatmaps (Chapters 4, 6).
 
-    Rows are usually layers and columns heads. ``tokens`` labels the axes of a single map's
-    queries and keys when the grid has one row and few columns. Returns the figure.
+    Rows are usually layers and columns heads. Returns the figure.
     """
     weights = weights.detach().cpu()
     rows, columns = weights.shape[:2]
@@ -104,12 +103,8 @@ def attention_grid(weights, *, row_labels=None, column_labels=None, tokens=None,
         for c in range(columns):
             ax = axes[r, c]
             ax.imshow(weights[r, c].numpy(), cmap="viridis", vmin=0, vmax=1)
-            if tokens is not None:
-                ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
-                ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
-            else:
-                ax.set_xticks([])
-                ax.set_yticks([])
+            ax.set_xticks([])
+            ax.set_yticks([])
             if r == 0 and column_labels is not None:
                 ax.set_title(column_labels[c], fontsize=9)
             if c == 0 and row_labels is not None:

@@ -2,6 +2,8 @@
 
 import torch
 
+from .model import AttentionModel
+from .runtime import seed_everything
 from .shapes import _check_positive_int
 
 
@@ -37,6 +39,14 @@ def train(model, task, *, steps, seed, batch_size=64, lr=3e-3, record_every=10, 
     return history
 
 
+def train_from_seed(task, *, seed, steps, device=None, lr=3e-3, **sizes):
+    """Seed everything, build an :class:`AttentionModel` of ``sizes`` for ``task`` on ``device``
+    and :func:`train` it: ``(model, history)`` (Chapters 4 and 5)."""
+    seed_everything(seed)
+    model = AttentionModel.for_task(task, **sizes).to(device)
+    return model, train(model, task, steps=steps, seed=seed, lr=lr)
+
+
 @torch.no_grad()
 def evaluate(model, task, *, seed=10_000, batch_size=1024, head_mask=None):
     """Mean squared error on a fresh batch, seeded apart from training (Chapters 4, 5)."""
@@ -54,7 +64,7 @@ def head_importance(model, task, *, seed=20_000, batches=16, batch_size=32):
     """
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(seed)
-    shape = (len(model.layers), model.layers[0].num_heads)
+    shape = model.head_shape
     total = torch.zeros(shape, device=device)
     for _ in range(batches):
         x, target = task.sample(batch_size, generator=generator, device=device)
@@ -67,7 +77,7 @@ def head_importance(model, task, *, seed=20_000, batches=16, batch_size=32):
 def ablation_cost(model, task, *, seed=10_000, batch_size=1024):
     """Increase of the evaluation loss when each head alone is removed (Chapter 4): ``(num_layers, num_heads)``."""
     device = next(model.parameters()).device
-    shape = (len(model.layers), model.layers[0].num_heads)
+    shape = model.head_shape
     base = evaluate(model, task, seed=seed, batch_size=batch_size)
     cost = torch.zeros(shape)
     for layer in range(shape[0]):
