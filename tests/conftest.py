@@ -1,11 +1,9 @@
 """Fixtures shared by the checks of the built book."""
 
 import subprocess
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
+from support import ROOT
 
 
 @pytest.fixture(scope="session")

@@ -2,12 +2,11 @@
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from support import NOTEBOOKS, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
+CHAPTERS = [path.stem for path in NOTEBOOKS]
 
 
 def test_intro_page_is_built(built_book):
