@@ -16,9 +16,10 @@ import torch
 import torch.nn.functional as F
 
 from .attention import attend, build_mask
+from .checks import check_int, check_positive_int
+from .layers import ChunkedAttention
 from .model import AttentionModel
 from .runtime import seed_everything
-from .shapes import _check_positive_int
 
 
 def train_seeds(task, *, seeds, steps, lr=3e-3, device=None, batch_size=64, record_every=10, **sizes):
@@ -31,7 +32,7 @@ def train_seeds(task, *, seeds, steps, lr=3e-3, device=None, batch_size=64, reco
     seeds = _check_seeds(seeds)
     rates = _check_lr(lr, len(seeds))
     for name, value in (("steps", steps), ("batch_size", batch_size), ("record_every", record_every)):
-        _check_positive_int(name, value)
+        check_positive_int(name, value)
     models = []
     for seed in seeds:
         seed_everything(seed)
@@ -71,8 +72,7 @@ def _check_seeds(seeds):
     if not seeds:
         raise ValueError("seeds must hold at least one seed, got none")
     for seed in seeds:
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise TypeError(f"every seed must be an int, got {type(seed).__name__} ({seed!r})")
+        check_int("every seed", seed)
     return seeds
 
 
@@ -96,23 +96,34 @@ def _linear(params, name, x):
     return torch.baddbmm(params[f"{name}.bias"].unsqueeze(1), x, params[f"{name}.weight"].transpose(1, 2))
 
 
+def _heads(layer, params, name, hidden, batch):
+    """One of a layer's q/k/v projections for every member, split into heads.
+
+    ``hidden`` (members, batch * seq, d_model) -> (members * batch, heads, seq, head_dim).
+    """
+    members, rows, _ = hidden.shape
+    seq, heads, head_dim = rows // batch, layer.num_heads, layer.head_dim
+    if isinstance(layer, ChunkedAttention):  # head i maps only chunk i, with its own (chunk x chunk) block
+        chunks = hidden.view(members, batch, seq, heads, head_dim)  # (members, batch, seq, heads, chunk)
+        out = torch.einsum("mbshi,mhoi->mbhso", chunks, params[f"{name}.weight"])  # (members, batch, heads, seq, chunk)
+        return (out + params[f"{name}.bias"][:, None, :, None, :]).flatten(0, 1)
+    projected = _linear(params, name, hidden)  # (members, batch * seq, heads * head_dim)
+    return projected.view(members * batch, seq, heads, head_dim).transpose(1, 2)
+
+
 def _forward(template, params, x):
     """:meth:`AttentionModel.forward` of every member: ``x`` (members, batch, seq, d_in)."""
     members, batch, seq, _ = x.shape
     embedded = _linear(params, "embed", x.flatten(1, 2)).view(members, batch, seq, -1)
     hidden = (embedded + params["position"][:, None, :seq]).flatten(1, 2)  # (members, batch * seq, d_model)
-    bias, dead_rows = build_mask(
+    logit_mask, dead_rows = build_mask(
         None, None, True, batch=1, num_heads=1, n_query=seq, n_key=seq, dtype=x.dtype, device=x.device
     )  # the causal mask, (1, 1, seq, seq)
     for index, layer in enumerate(template.layers):
-        name, heads, head_dim = f"layers.{index}", layer.num_heads, layer.head_dim
-        # (members, batch * seq, heads * head_dim) -> (members * batch, heads, seq, head_dim)
-        q, k, v = (
-            _linear(params, f"{name}.{proj}", hidden).view(members * batch, seq, heads, head_dim).transpose(1, 2)
-            for proj in ("q_proj", "k_proj", "v_proj")
-        )
-        out, _ = attend(q, k, v, bias, dead_rows)  # (members * batch, heads, seq, head_dim)
-        concat = out.transpose(1, 2).reshape(members, batch * seq, heads * head_dim)
+        name = f"layers.{index}"
+        q, k, v = (_heads(layer, params, f"{name}.{proj}", hidden, batch) for proj in ("q_proj", "k_proj", "v_proj"))
+        out, _ = attend(q, k, v, logit_mask, dead_rows)  # (members * batch, heads, seq, head_dim)
+        concat = out.transpose(1, 2).reshape(members, batch * seq, -1)  # (members, batch * seq, heads * head_dim)
         hidden = hidden + _linear(params, f"{name}.out_proj", concat)
     return _linear(params, "readout", hidden).view(members, batch, seq, -1)
 

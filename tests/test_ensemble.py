@@ -4,8 +4,9 @@ import pytest
 import torch
 
 from mha_lib.ensemble import _Adam, train_seeds
+from mha_lib.heads import ablation_cost, head_importance
 from mha_lib.tasks import OffsetCopy
-from mha_lib.training import ablation_cost, evaluate, head_importance, train_from_seed
+from mha_lib.training import evaluate, train_from_seed
 
 CHAPTER_4 = OffsetCopy(offsets=(1, 3), seq_len=16, d_in=8)
 CHAPTER_5 = OffsetCopy(offsets=(1, 2, 4, 7), seq_len=16, d_in=4)
@@ -24,8 +25,9 @@ TOLERANCE = 1e-4
         (CHAPTER_5, dict(d_model=64, num_heads=8, num_layers=2), 3e-3),
         (CHAPTER_5, dict(d_model=32, num_heads=8), 1e-2),
         (CHAPTER_5, dict(d_model=32, num_heads=8, head_dim=32), 1e-2),
+        (CHAPTER_5, dict(d_model=32, num_heads=8, chunked=True), 1e-2),
     ],
-    ids=["chapter4", "chapter4-two-layers", "chapter5", "chapter5-wide"],
+    ids=["chapter4", "chapter4-two-layers", "chapter5", "chapter5-wide", "chapter5-chunked"],
 )
 def test_members_match_one_at_a_time_runs(task, sizes, lr):
     seeds, steps = [3, 0], 15
