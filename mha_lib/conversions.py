@@ -76,7 +76,9 @@ def to_per_head(layer):
             f"{layer.num_kv_heads} key/value heads among {layer.num_heads} query heads"
         )
     if layer.value_dim != layer.head_dim:
-        raise ValueError(f"to_per_head needs value_dim == head_dim (AttentionHead has one size); got {layer.extra_repr()}")
+        raise ValueError(
+            f"to_per_head needs value_dim == head_dim (AttentionHead has one size); got {layer.extra_repr()}"
+        )
     has_bias = layer.q_proj.bias is not None
     weight = layer.q_proj.weight
     per_head = PerHeadAttention(layer.d_model, layer.num_heads, head_dim=layer.head_dim, bias=has_bias)

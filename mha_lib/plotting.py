@@ -131,7 +131,10 @@ LAYER_STYLES = {
 }
 
 
-def quality_vs_cost(records, *, axes=None, title=None, costs=(("params", "attention parameters"), ("flops", "attention FLOPs per sequence"))):
+COSTS = (("params", "attention parameters"), ("flops", "attention FLOPs per sequence"))
+
+
+def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
     """Median loss over seeds against cost, one panel per cost, one point per layer (Chapter 5).
 
     ``records``: dicts with ``kind``, ``heads``, ``head_size``, ``params``, ``flops`` and ``loss``
@@ -159,9 +162,14 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=(("params", "attent
             ax.plot(x, median, linestyle="none", markersize=8 if kind in LAYER_STYLES else 7, **style)
             if kind in LAYER_STYLES:
                 families.setdefault(kind, []).append((x, median))
-                ax.annotate(f"{heads}", (x, median), textcoords="offset points", xytext=(5, 4), fontsize=9, color=style["color"])
+                ax.annotate(
+                    f"{heads}", (x, median), textcoords="offset points", xytext=(5, 4), fontsize=9, color=style["color"]
+                )
             else:
-                ax.annotate(f"{heads}x{head_size}", (x, median), textcoords="offset points", xytext=(4, -10), fontsize=7, color="0.45")
+                ax.annotate(
+                    f"{heads}x{head_size}", (x, median), textcoords="offset points", xytext=(4, -10), fontsize=7,
+                    color="0.45",
+                )  # fmt: skip
         for kind, points in families.items():
             points.sort()
             ax.plot(*zip(*points), color=LAYER_STYLES[kind]["color"], alpha=0.6, label=kind)

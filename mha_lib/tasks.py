@@ -83,7 +83,8 @@ class AssociativeRecall:
             check_positive_int(name, getattr(self, name))
         if self.num_queries > self.num_pairs:
             raise ValueError(
-                f"num_queries={self.num_queries} must not exceed num_pairs={self.num_pairs}: each stored key is asked once"
+                f"num_queries={self.num_queries} must not exceed num_pairs={self.num_pairs}: "
+                "each stored key is asked once"
             )
 
     @property
