@@ -1,7 +1,7 @@
 """Figures shared by the chapters. Imports matplotlib itself, so ``import mha_lib`` stays light."""
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 
 def line_chart(series, *, xlabel, ylabel, title=None, logx=False, logy=False, ax=None, markers=None):
@@ -167,15 +167,18 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
                 )
             else:
                 ax.annotate(
-                    f"{heads}x{head_size}", (x, median), textcoords="offset points", xytext=(4, -10), fontsize=7,
-                    color="0.45",
+                    f"{heads}x{head_size}", (x, median), textcoords="offset points", xytext=(4, -10), fontsize=8,
+                    color="0.4",
                 )  # fmt: skip
         for kind, points in families.items():
             points.sort()
-            ax.plot(*zip(*points), color=LAYER_STYLES[kind]["color"], alpha=0.6, label=kind)
+            ax.plot(*zip(*points), color=LAYER_STYLES[kind]["color"], alpha=0.6)
+        for kind, style in LAYER_STYLES.items():  # legend entries, also for kinds absent from this panel
+            ax.plot([], [], linestyle="-", alpha=0.8, label=f"{kind} (label: heads)", **style)
         ax.plot([], [], linestyle="none", marker=".", color="0.6", label="other (heads x head size)")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short log axes
         ax.set_xlabel(label)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("loss / target variance (median over seeds)")
