@@ -32,7 +32,8 @@ def test_quality_vs_cost_draws_one_point_per_layer_and_a_table_renders():
     ]
     axes = quality_vs_cost(records)
     assert len(axes) == 2
-    medians = sorted(line.get_ydata()[0] for line in axes[0].lines if len(line.get_xdata()) == 1)
+    points = [line for line in axes[0].lines if line.get_linestyle() == "None" and len(line.get_xdata()) == 1]
+    medians = [line.get_ydata()[0] for line in points]
     assert medians == pytest.approx([0.2, 0.2, 0.2]), "one median point per layer"
     table = markdown_table(["a", "b"], [[1, 2], [3, 4]]).data
     assert table.splitlines() == ["| a | b |", "|---|---|", "| 1 | 2 |", "| 3 | 4 |"]
