@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .checks import check_positive_int
 from .layers import MultiHeadAttention
 from .runtime import pick_device
 
@@ -142,12 +143,20 @@ class MiniLM(nn.Module):
         return hidden, all_weights if need_weights else None
 
     @torch.no_grad()
-    def encode(self, sentences, *, head_mask=None):
-        """Sentence embeddings ``(n, 384)``: mean over real tokens, L2-normalised."""
+    def encode(self, sentences, *, head_mask=None, batch_size=12):
+        """Sentence embeddings ``(n, 384)``: mean over real tokens, L2-normalised.
+
+        Sentences of similar length are run together, ``batch_size`` at a time, so that little
+        time goes into padding (padded keys get no attention: the embeddings do not change).
+        """
         ids, mask = self.tokenize(sentences)
-        hidden, _ = self(ids, mask, head_mask=head_mask)
-        weights = mask.unsqueeze(-1).to(hidden.dtype)  # (batch, n, 1)
-        pooled = (hidden * weights).sum(1) / weights.sum(1).clamp_min(1e-9)
+        lengths = mask.sum(1)
+        pooled = torch.empty(len(ids), D_MODEL, device=self.device)
+        for batch in lengths.argsort().split(check_positive_int("batch_size", batch_size)):
+            n = int(lengths[batch].max())
+            hidden, _ = self(ids[batch, :n], mask[batch, :n], head_mask=head_mask)
+            weights = mask[batch, :n].unsqueeze(-1).to(hidden.dtype)  # (batch, n, 1)
+            pooled[batch] = (hidden * weights).sum(1) / weights.sum(1).clamp_min(1e-9)
         return nn.functional.normalize(pooled, dim=-1)
 
     @torch.no_grad()

@@ -126,3 +126,11 @@ def test_batch_attention_maps_equal_one_sentence_at_a_time(model):
     assert len(tokens) > len(words) + 2, "sandcastle should be split into word pieces"
     with pytest.raises(TypeError):
         model.batch_attention_maps([["a", 1]])
+
+
+def test_encode_in_length_sorted_batches_changes_nothing(model):
+    together = model.encode(SENTENCES, batch_size=len(SENTENCES))
+    for batch_size in (1, 3):
+        torch.testing.assert_close(model.encode(SENTENCES, batch_size=batch_size), together, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        model.encode(SENTENCES, batch_size=0)
