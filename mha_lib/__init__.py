@@ -5,8 +5,8 @@ attention), ``layers``, ``conversions`` (between layouts), ``counting`` (closed-
 ``shapes`` and ``checks`` (sizes and input checks), ``heads`` (per-head surgery: copy, remove,
 measure), ``tasks``, ``model``, ``training`` and ``ensemble`` (many seeds at once),
 ``analysis`` (attention patterns), ``timing`` and ``memory``, ``low_rank``, ``pretrained``,
-``relations`` (hand-labelled syntax, heads as classifiers) and ``plotting``. Plotting and the pretrained loader import their extra dependencies
-themselves, so ``import mha_lib`` stays light.
+``relations`` (hand-labelled syntax, heads as classifiers) and ``plotting``. Plotting and the
+pretrained loader import their extra dependencies themselves, so ``import mha_lib`` stays light.
 """
 
 from .conversions import (
