@@ -96,7 +96,9 @@ def attention_by_head_count(attention, difference, *, title=None, panel=90, colu
 
     ``attention`` maps each head count ``h`` to that layer's weights for one sequence,
     ``(h, n_query, n_key)``; ``difference`` maps the same ``h`` to one number per query token
-    (for example how far its output moved from one head's). Returns an :class:`Interactive`.
+    (for example how far its output moved from one head's). The control starts at the largest
+    ``h``, the state with the most to see (and the one a printed page shows). Returns an
+    :class:`Interactive`.
     """
     if not isinstance(attention, dict) or not isinstance(difference, dict) or not attention:
         raise TypeError("attention and difference must be non-empty dicts {number of heads: array}")
@@ -116,7 +118,7 @@ def attention_by_head_count(attention, difference, *, title=None, panel=90, colu
             for i, q, k in np.ndindex(weights.shape)
         ]
         bars += [{"h": heads, "query": q, "difference": round(float(value), 4)} for q, value in enumerate(moved)]
-    pick = _control("h", "number of heads h", sorted(attention), "radio")
+    pick = _control("h", "number of heads h", sorted(attention), "radio", start=max(attention))
     top, strongest = max(bar["difference"] for bar in bars), max(cell["weight"] for cell in maps)
     heatmaps = {
         "data": {"values": maps},

@@ -7,6 +7,7 @@ myst-nb renders MIME types through plugins it collects once into a cached list; 
 to that list.
 """
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -30,8 +31,9 @@ class VegaLiteRenderer:
         if inline or data.mime_type != MIMETYPE:
             return None
         spec = data.content if isinstance(data.content, dict) else json.loads(data.content)
-        element = f"{MARKER}-{data.cell_index}-{data.output_index}"
         spec_json = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
+        # unique in the whole book, so pages can be joined into one document (book_pdf.py)
+        element = f"{MARKER}-{hashlib.sha1(spec_json.encode()).hexdigest()[:12]}"
         html = (
             f'<div class="{MARKER}" id="{element}"></div>\n'
             f'<script>vegaEmbed("#{element}", {spec_json}, {{actions: false, renderer: "svg"}})'
