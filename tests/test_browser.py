@@ -1,15 +1,20 @@
 """Open every page of the built book in headless Chromium, as a reader would.
 
 Checks that images load, internal links resolve, chapter pages show their questions and
-figures, the search page finds things, and no page throws a script error (requests to other
-hosts are blocked here and not counted). Saves a screenshot of each page in
-``_build/screenshots``. Skipped, with the reason, when Playwright or Chromium is missing.
+figures, the search page finds things, and no page throws a script error; that no page asks
+another host for anything (the book works offline), the math is typeset, every control of an
+interactive figure redraws it, and the PDF of the book holds every chapter. Saves a screenshot
+of each page in ``_build/screenshots``. Skipped, with the reason, when Playwright or Chromium
+is missing.
 """
 
 import functools
 import http.server
+import json
 import shutil
 import threading
+import unicodedata
+from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
@@ -57,34 +62,57 @@ def pages(html_root):
     )
 
 
+ROOT = Path(__file__).resolve().parent.parent
+TYPESET = "async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }"
+FIGURES_DRAWN = "() => [...document.querySelectorAll('.mha-interactive')].every(e => e.querySelector('svg'))"
+
+
 def visit(browser, url, screenshot=None):
-    """Open ``url``; returns (page, script errors). Requests to other hosts are aborted."""
+    """Open ``url`` and wait for the math and the figures; returns (page, script errors).
+
+    Requests to other hosts are aborted, and each one is reported as an error: the book must
+    not need the network.
+    """
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors = []
     local = urlparse(url).netloc
-    page.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).netloc in ("", local)
-               else route.abort())  # fmt: skip
+
+    def only_local(route):
+        if urlparse(route.request.url).netloc in ("", local):
+            return route.continue_()
+        errors.append(f"request to another host: {route.request.url}")
+        return route.abort()
+
+    page.route("**/*", only_local)
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.goto(url, wait_until="load")
+    try:
+        page.evaluate(TYPESET)
+    except sync_api.Error:  # the page redirected (index.html): wait for the next one
+        page.wait_for_load_state("load")
+        page.evaluate(TYPESET)
+    page.wait_for_function(FIGURES_DRAWN, timeout=15000)
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(screenshot), full_page=True)
-    # Failed requests to blocked hosts log "net::ERR_FAILED" console errors; only those are allowed.
-    script_errors = [e for e in errors if "net::ERR_FAILED" not in e and "Failed to load resource" not in e]
-    return page, script_errors
+    # An aborted request also logs "Failed to load resource"; the request itself is reported above.
+    return page, [e for e in errors if "Failed to load resource" not in e]
 
 
 def test_every_page_renders_with_images_links_and_no_script_errors(site, browser):
     base, html_root = site
     all_pages = pages(html_root)
     assert "book/intro.html" in all_pages
-    checked = {"pages": 0, "images": 0, "links": 0}
+    checked = {"pages": 0, "images": 0, "links": 0, "formulas": 0}
     for name in all_pages:
         url = urljoin(base, name)
         screenshot = html_root.parent / "screenshots" / name.replace("/", "_").replace(".html", ".png")
         page, script_errors = visit(browser, url, screenshot)
-        assert not script_errors, f"{name}: script errors {script_errors}"
+        assert not script_errors, f"{name}: script errors or requests to other hosts {script_errors}"
+        raw_math = page.eval_on_selector_all(".math", "ms => ms.filter(m => !m.querySelector('mjx-container')).length")
+        assert raw_math == 0, f"{name}: {raw_math} formulas left as raw TeX (MathJax did not typeset them)"
+        checked["formulas"] += page.eval_on_selector_all(".math", "ms => ms.length")
         broken = page.eval_on_selector_all(
             "img", "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
         )
@@ -104,7 +132,9 @@ def test_every_page_renders_with_images_links_and_no_script_errors(site, browser
             checked["links"] += 1
         page.close()
         checked["pages"] += 1
-    print(f"checked {checked['pages']} pages, {checked['images']} images, {checked['links']} internal links")
+    print(f"checked {checked['pages']} pages, {checked['images']} images, {checked['links']} internal links, "
+          f"{checked['formulas']} formulas")  # fmt: skip
+    assert checked["formulas"] > 0, "no page has math: the MathJax check checked nothing"
 
 
 def test_chapter_pages_show_questions_answers_and_figures(site, browser):
@@ -137,3 +167,47 @@ def test_search_finds_a_term(site, browser):
     assert results >= 1, "search found nothing for 'parameters'"
     assert not script_errors, script_errors
     page.close()
+
+
+def test_every_control_of_an_interactive_figure_redraws_it(site, browser):
+    base, html_root = site
+    moved = 0
+    for name in pages(html_root):
+        if "mha-interactive" not in (html_root / name).read_text():
+            continue
+        page, script_errors = visit(browser, urljoin(base, name))
+        for figure in page.query_selector_all(".mha-interactive"):
+            controls = figure.query_selector_all(".vega-bindings input[type=radio], .vega-bindings select")
+            assert controls, f"{name}: an interactive figure without a control"
+            radios = [c for c in controls if c.get_attribute("type") == "radio"]
+            selects = [c for c in controls if c.get_attribute("type") != "radio"]
+            for control in radios[:1] + selects:  # the radio buttons of one control share a name
+                drawing = figure.eval_on_selector("svg", "svg => svg.innerHTML")
+                if control in radios:
+                    choice = next(r for r in radios if not r.is_checked())
+                    choice.check()
+                else:
+                    options = control.eval_on_selector_all("option", "os => os.map(o => o.value)")
+                    control.select_option(next(o for o in options if o != control.input_value()))
+                page.wait_for_function(
+                    "([figure, before]) => figure.querySelector('svg').innerHTML !== before", arg=[figure, drawing]
+                )
+                moved += 1
+        assert not script_errors, f"{name}: {script_errors}"
+        page.close()
+    chapter_3 = json.loads((ROOT / "notebooks" / "03_same_weights_new_function.ipynb").read_text())
+    expected = sum("mha_lib.interactive" in "".join(cell["source"]) for cell in chapter_3["cells"])
+    assert moved >= expected >= 2, f"moved {moved} controls; Chapter 3 alone draws {expected} interactive figures"
+
+
+def test_the_pdf_of_the_book_holds_every_chapter(site):
+    pypdf = pytest.importorskip("pypdf", reason="pypdf is not installed (pip install pypdf)")
+    _, html_root = site
+    pdf = html_root / "mha-answered.pdf"
+    assert pdf.is_file(), "the build wrote no PDF (book/_ext/book_pdf.py)"
+    text = unicodedata.normalize("NFKC", " ".join(page.extract_text() for page in pypdf.PdfReader(pdf).pages))
+    text = " ".join(text.split())
+    for chapter in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        title = "".join(json.loads(chapter.read_text())["cells"][0]["source"]).splitlines()[0].lstrip("# ")
+        assert title in text, f"the PDF lacks {chapter.stem} ({title!r})"
+    assert "\\frac" not in text and "$$" not in text, "the PDF shows raw TeX"
