@@ -8,13 +8,12 @@ drifts in machine load hit both alike; reports the median of many runs and the t
 """
 
 import argparse
-import statistics
 
 import torch
 from torch import nn
 
 import mha_lib
-from mha_lib.timing import time_interleaved
+from mha_lib.timing import summarize, time_interleaved
 
 
 class SelfAttention(nn.Module):
@@ -37,7 +36,7 @@ def compare(batch=32, seq=128, d_model=256, num_heads=8, repeats=50, warmup=5, d
     reference = SelfAttention(reference)
     x = torch.randn(batch, seq, d_model, device=device, requires_grad=True)
     times = time_interleaved({"mha_lib": ours, "torch": reference}, x, repeats=repeats, warmup=warmup)
-    medians = {name: statistics.median(values) for name, values in times.items()}
+    medians = {name: summarize(values)[0] for name, values in times.items()}
     return {"device": str(device), **medians, "ratio": medians["mha_lib"] / medians["torch"]}
 
 

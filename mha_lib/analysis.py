@@ -1,10 +1,8 @@
-"""Measuring what layers compute: outputs, heads and where attention goes (Chapters 2-6)."""
+"""Measuring what layers compute: how outputs differ and where attention goes."""
 
 import math
 
 import torch
-
-from .conversions import head_parameters
 
 
 def relative_difference(output, reference):
@@ -18,14 +16,6 @@ def relative_difference(output, reference):
     return ((output - reference).norm() / reference.norm()).item()
 
 
-def head_spread(layer):
-    """How different a layer's heads are: RMS distance of each head's parameters from the heads'
-    mean, relative to the RMS size of a head's parameters (Chapter 4). 0 means identical heads.
-    """
-    params = head_parameters(layer)  # (heads, parameters per head)
-    return ((params - params.mean(0)).pow(2).sum(1).mean().sqrt() / params.pow(2).sum(1).mean().sqrt()).item()
-
-
 def js_distance(p, q):
     """Jensen-Shannon distance (base 2, in [0, 1]) between distributions along the last axis."""
     middle = (p + q) / 2
@@ -37,7 +27,7 @@ def js_distance(p, q):
 
 
 def pairwise_head_distance(weights):
-    """Mean Jensen-Shannon distance between every pair of heads' attention rows (Chapters 4 and 6).
+    """Mean Jensen-Shannon distance between every pair of heads' attention rows.
 
     ``weights``: ``(batch, heads, n_query, n_key)``, rows summing to 1 (heads of several layers
     may be concatenated along dim 1). Returns a ``(heads, heads)`` matrix, averaged over the
@@ -59,7 +49,7 @@ def rank_correlation(a, b):
 
 
 def offset_profile(weights, first=0):
-    """Mean attention each head pays to the key ``k`` positions back: ``(heads, n_key)`` (Chapter 4).
+    """Mean attention each head pays to the key ``k`` positions back: ``(heads, n_key)``.
 
     ``weights``: ``(batch, heads, n, n)`` of causal self-attention. Entry ``[i, k]`` averages head
     i's weight on key ``t - k`` over queries ``t >= max(first, k)`` and the batch.
@@ -74,7 +64,7 @@ def offset_profile(weights, first=0):
 
 
 def attention_statistics(weights):
-    """Where each head's attention goes in one sequence (Chapter 6, after Clark et al. 2019).
+    """Where each head's attention goes in one sequence (after Clark et al. 2019).
 
     ``weights``: ``(..., n, n)`` attention of one sentence whose first token is ``[CLS]`` and
     last is ``[SEP]``. Returns a dict of ``(...)`` tensors, each averaged over the queries:
@@ -101,7 +91,7 @@ HEAD_CLASSES = ("previous token", "next token", "[CLS]", "[SEP]", "broad", "mixe
 
 
 def classify_heads(statistics, *, share=0.5, broad=0.75):
-    """Label every head with the first rule it meets (Chapter 6).
+    """Label every head with the first rule it meets.
 
     "previous token" / "next token" / "[CLS]" / "[SEP]" when at least ``share`` of its attention
     goes there on average; "broad" when its mean normalised entropy is at least ``broad``;

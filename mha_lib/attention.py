@@ -1,6 +1,6 @@
-"""Scaled dot-product attention over heads, with input checks and masks (Chapters 2 and 3).
+"""Scaled dot-product attention over heads, with input checks and masks.
 
-Both layers in :mod:`mha_lib.layers` call :func:`check_inputs`, :func:`build_mask` and
+Every layer in :mod:`mha_lib.layers` calls :func:`check_inputs`, :func:`build_mask` and
 :func:`attend`, so they share one definition of masking, scaling and fully-masked rows.
 
 Fully masked rows: a query that may attend to no key at all gets zero attention weights and a
@@ -13,10 +13,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-
-def _check_tensor(name, tensor):
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+from .checks import check_tensor
 
 
 def check_inputs(query, key, value, d_model):
@@ -24,7 +21,7 @@ def check_inputs(query, key, value, d_model):
     key = query if key is None else key
     value = key if value is None else value
     for name, tensor in (("query", query), ("key", key), ("value", value)):
-        _check_tensor(name, tensor)
+        check_tensor(name, tensor)
         if tensor.dim() != 3:
             raise ValueError(
                 f"{name} must have shape (batch, seq, d_model={d_model}), got {tuple(tensor.shape)}"
@@ -50,7 +47,7 @@ def check_inputs(query, key, value, d_model):
 
 def _as_additive(mask, name, dtype, device):
     """Bool (True = may not attend) or float (added to the logits) -> float mask."""
-    _check_tensor(name, mask)
+    check_tensor(name, mask)
     if mask.dtype == torch.bool:
         return torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(mask.to(device), -math.inf)
     if mask.is_floating_point():
@@ -66,7 +63,8 @@ def build_mask(
 ):
     """Combine the three masks into one additive mask.
 
-    Returns ``(bias, dead_rows)``: ``bias`` broadcasts to ``(batch, num_heads, n_query, n_key)``
+    Returns ``(logit_mask, dead_rows)``: ``logit_mask`` is added to the attention logits and
+    broadcasts to ``(batch, num_heads, n_query, n_key)``
     and holds 0 or -inf (or the float mask's values); ``dead_rows`` marks query rows that may
     attend to nothing, shape ``(batch or 1, num_heads or 1, n_query, 1)``. Both are ``None``
     when nothing is masked.
@@ -75,15 +73,15 @@ def build_mask(
     ``(batch * num_heads, n_query, n_key)`` (``(batch, num_heads, n_query, n_key)`` also works);
     ``key_padding_mask`` is ``(batch, n_key)``; ``is_causal`` hides keys after the query's index.
     """
-    bias = None
+    logit_mask = None
     if attn_mask is not None:
         additive = _as_additive(attn_mask, "attn_mask", dtype, device)
         if additive.shape == (n_query, n_key):
-            bias = additive  # broadcasts over (batch, heads)
+            logit_mask = additive  # broadcasts over (batch, heads)
         elif additive.shape == (batch * num_heads, n_query, n_key):
-            bias = additive.view(batch, num_heads, n_query, n_key)
+            logit_mask = additive.view(batch, num_heads, n_query, n_key)
         elif additive.shape == (batch, num_heads, n_query, n_key):
-            bias = additive
+            logit_mask = additive
         else:
             raise ValueError(
                 f"attn_mask has shape {tuple(attn_mask.shape)}; expected ({n_query}, {n_key}), "
@@ -98,23 +96,23 @@ def build_mask(
                 f"expected (batch, n_key) = ({batch}, {n_key})"
             )
         padding = padding[:, None, None, :]  # (batch, 1, 1, n_key)
-        bias = padding if bias is None else bias + padding
+        logit_mask = padding if logit_mask is None else logit_mask + padding
     if is_causal:
         future = torch.ones(n_query, n_key, dtype=torch.bool, device=device).triu(1)
         causal = _as_additive(future, "is_causal", dtype, device)
-        bias = causal if bias is None else bias + causal
-    if bias is None:
+        logit_mask = causal if logit_mask is None else logit_mask + causal
+    if logit_mask is None:
         return None, None
-    while bias.dim() < 4:
-        bias = bias.unsqueeze(0)  # (.., .., n_query, n_key)
-    dead_rows = torch.isneginf(bias).all(dim=-1, keepdim=True)
+    while logit_mask.dim() < 4:
+        logit_mask = logit_mask.unsqueeze(0)  # (.., .., n_query, n_key)
+    dead_rows = torch.isneginf(logit_mask).all(dim=-1, keepdim=True)
     if not dead_rows.any():
-        return bias, None
+        return logit_mask, None
     # Let dead rows attend uniformly (finite softmax, finite gradients); attend() zeroes them.
-    return bias.masked_fill(dead_rows, 0.0), dead_rows
+    return logit_mask.masked_fill(dead_rows, 0.0), dead_rows
 
 
-def attend(q, k, v, bias=None, dead_rows=None, *, need_weights=False):
+def attend(q, k, v, logit_mask=None, dead_rows=None, *, need_weights=False):
     """Softmax attention per head.
 
     ``q``: (batch, heads, n_query, head_dim); ``k``, ``v``: (batch, heads, n_key, head_dim),
@@ -128,13 +126,13 @@ def attend(q, k, v, bias=None, dead_rows=None, *, need_weights=False):
         v = v.repeat_interleave(group, dim=1)
     if need_weights:
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (batch, heads, n_query, n_key)
-        if bias is not None:
-            scores = scores + bias
+        if logit_mask is not None:
+            scores = scores + logit_mask
         weights = scores.softmax(dim=-1)
         if dead_rows is not None:
             weights = weights.masked_fill(dead_rows, 0.0)
         return weights @ v, weights
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=logit_mask)
     if dead_rows is not None:
         out = out.masked_fill(dead_rows, 0.0)
     return out, None

@@ -9,13 +9,8 @@ block is the *columns* ``i*head_dim:(i+1)*head_dim`` of ``out_proj.weight``.
 import torch
 from torch import nn
 
+from .checks import check_instance, check_positive_int, check_tensor
 from .layers import MultiHeadAttention, PerHeadAttention
-
-
-def _expect(obj, expected, caller):
-    if not isinstance(obj, expected):
-        home = "torch.nn" if expected is nn.MultiheadAttention else "mha_lib"
-        raise TypeError(f"{caller} expects {home}.{expected.__name__}, got {type(obj).__name__}")
 
 
 def _copy(target, source):
@@ -29,7 +24,7 @@ def from_torch(torch_mha):
     Dropout is not carried over (compare in ``eval()`` mode). Layers with ``kdim``/``vdim``
     different from ``embed_dim``, ``add_bias_kv`` or ``add_zero_attn`` are refused.
     """
-    _expect(torch_mha, nn.MultiheadAttention, "from_torch")
+    check_instance(torch_mha, nn.MultiheadAttention, "from_torch")
     if not torch_mha._qkv_same_embed_dim:
         raise ValueError("from_torch supports only kdim == vdim == embed_dim (one stacked in_proj_weight)")
     if torch_mha.bias_k is not None or torch_mha.add_zero_attn:
@@ -49,11 +44,11 @@ def from_torch(torch_mha):
 
 
 def to_torch(layer):
-    """``MultiHeadAttention`` (narrow, no GQA) -> ``nn.MultiheadAttention(batch_first=True)``."""
-    _expect(layer, MultiHeadAttention, "to_torch")
+    """``MultiHeadAttention`` (standard, no GQA) -> ``nn.MultiheadAttention(batch_first=True)``."""
+    check_instance(layer, MultiHeadAttention, "to_torch")
     if layer.num_heads * layer.head_dim != layer.d_model or layer.num_kv_heads != layer.num_heads:
         raise ValueError(
-            "nn.MultiheadAttention holds only the narrow layer (num_heads * head_dim == d_model, "
+            "nn.MultiheadAttention holds only the standard layer (num_heads * head_dim == d_model, "
             f"num_kv_heads == num_heads); got {layer.extra_repr()}"
         )
     has_bias = layer.q_proj.bias is not None
@@ -71,12 +66,12 @@ def to_torch(layer):
     return torch_mha
 
 
-def split_heads(layer):
+def to_per_head(layer):
     """``MultiHeadAttention`` -> ``PerHeadAttention`` whose head i holds the i-th weight blocks."""
-    _expect(layer, MultiHeadAttention, "split_heads")
+    check_instance(layer, MultiHeadAttention, "to_per_head")
     if layer.num_kv_heads != layer.num_heads:
         raise ValueError(
-            f"split_heads needs one key/value head per query head; this layer shares "
+            f"to_per_head needs one key/value head per query head; this layer shares "
             f"{layer.num_kv_heads} key/value heads among {layer.num_heads} query heads"
         )
     has_bias = layer.q_proj.bias is not None
@@ -99,9 +94,9 @@ def split_heads(layer):
     return per_head
 
 
-def merge_heads(per_head):
+def to_fused(per_head):
     """``PerHeadAttention`` -> ``MultiHeadAttention``: stack the heads' blocks back into one layer."""
-    _expect(per_head, PerHeadAttention, "merge_heads")
+    check_instance(per_head, PerHeadAttention, "to_fused")
     has_bias = per_head.out_bias is not None
     weight = per_head.heads[0].q_proj.weight
     layer = MultiHeadAttention(per_head.d_model, per_head.num_heads, head_dim=per_head.head_dim, bias=has_bias)
@@ -118,8 +113,8 @@ def merge_heads(per_head):
 
 
 def _check_qkv_rows(tensor, num_heads, name):
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"{name} expects a torch.Tensor, got {type(tensor).__name__}")
+    check_tensor(f"the tensor given to {name}", tensor)
+    check_positive_int("num_heads", num_heads)
     if tensor.dim() not in (1, 2) or tensor.shape[0] % (3 * num_heads):
         raise ValueError(
             f"{name} expects a weight (3 * d_model, d_model) or bias (3 * d_model,) whose rows split "
@@ -129,7 +124,7 @@ def _check_qkv_rows(tensor, num_heads, name):
 
 
 def interleaved_to_stacked(tensor, num_heads):
-    """Reorder fused q/k/v rows from per-head interleaving to PyTorch's stacking (Chapter 2).
+    """Reorder fused q/k/v rows from per-head interleaving to PyTorch's stacking.
 
     Some codebases order the fused projection's rows head by head, ``[q_0; k_0; v_0; q_1; ...]``;
     ``nn.MultiheadAttention.in_proj_weight`` stacks ``[q_0; q_1; ...; k_0; ...; v_0; ...]``.
@@ -145,49 +140,3 @@ def stacked_to_interleaved(tensor, num_heads):
     head_dim = _check_qkv_rows(tensor, num_heads, "stacked_to_interleaved")
     blocks = tensor.reshape(3, num_heads, head_dim, *tensor.shape[1:])  # (qkv, head, head_dim, ...)
     return blocks.transpose(0, 1).reshape(tensor.shape)  # (head, qkv, head_dim, ...) flattened
-
-
-def _head_blocks(layer):
-    """Views of every parameter of a narrow or wide ``MultiHeadAttention`` with heads first.
-
-    Each view has shape ``(num_heads, ...)``: q/k/v weights ``(heads, head_dim, d_model)``, their
-    biases ``(heads, head_dim)``, and W_O's column block ``(heads, d_model, head_dim)``.
-    """
-    _expect(layer, MultiHeadAttention, "head parameters")
-    if layer.num_kv_heads != layer.num_heads:
-        raise ValueError("per-head parameters need num_kv_heads == num_heads (no shared key/value heads)")
-    heads, head_dim = layer.num_heads, layer.head_dim
-    blocks = []
-    for proj in (layer.q_proj, layer.k_proj, layer.v_proj):
-        blocks.append(proj.weight.view(heads, head_dim, layer.d_model))  # rows of head i
-        if proj.bias is not None:
-            blocks.append(proj.bias.view(heads, head_dim))
-    # (d_model, heads * head_dim) -> (heads, d_model, head_dim): the columns of head i
-    blocks.append(layer.out_proj.weight.view(layer.d_model, heads, head_dim).permute(1, 0, 2))
-    return blocks
-
-
-def head_parameters(layer):
-    """All of each head's own parameters as one row: ``(num_heads, parameters per head)`` (Chapter 4).
-
-    The output bias is shared by all heads and not included. Returns a detached copy.
-    """
-    return torch.cat([block.detach().reshape(layer.num_heads, -1) for block in _head_blocks(layer)], dim=1)
-
-
-def copy_head(layer, source=0, targets=None):
-    """Give heads ``targets`` (default: every head) the weights of head ``source``, in place.
-
-    Returns ``layer``. Identical heads receive identical gradients, so they stay identical
-    (Chapter 4's symmetry).
-    """
-    blocks = _head_blocks(layer)
-    targets = range(layer.num_heads) if targets is None else targets
-    for index in (source, *targets):
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < layer.num_heads:
-            raise ValueError(f"source and targets must be head indices in [0, {layer.num_heads}), got {index!r}")
-    with torch.no_grad():
-        for block in blocks:
-            for target in targets:
-                block[target] = block[source]
-    return layer

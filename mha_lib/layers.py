@@ -1,19 +1,22 @@
-"""The two attention layers: fused (as in the paper and PyTorch) and one module per head.
+"""The attention layers: fused (the paper's and PyTorch's), one module per head, and chunked.
 
-``MultiHeadAttention`` is the layer of Chapters 1 to 5: one Linear per projection, reshaped into
-heads. ``PerHeadAttention`` is the drawing in the blog posts, a separate small layer per head;
-Chapter 2 shows that the two compute the same function (see :mod:`mha_lib.conversions`).
+``MultiHeadAttention`` is the standard layer: one Linear per projection, reshaped into heads
+(``head_dim=d_model`` gives the wide layer, ``num_kv_heads`` grouped-query attention).
+``PerHeadAttention`` is the drawing in the blog posts, literally a sum of ``AttentionHead``
+modules; :mod:`mha_lib.conversions` moves weights between the two. ``ChunkedAttention`` is the
+layer Bloem (2019) called "narrow": each head reads only its own chunk of the input.
 """
 
 import torch
 from torch import nn
 
 from .attention import attend, build_mask, check_inputs
+from .checks import check_positive_int, check_tensor
 from .shapes import resolve_heads
 
 
 class _Attention(nn.Module):
-    """Sizes and input handling shared by both layers."""
+    """Sizes, input handling and the shared forward pass of the fused layers."""
 
     def __init__(self, d_model, num_heads, head_dim, num_kv_heads):
         super().__init__()
@@ -26,34 +29,50 @@ class _Attention(nn.Module):
             f"num_kv_heads={self.num_kv_heads}"
         )
 
-    def _prepare(self, query, key, value, attn_mask, key_padding_mask, is_causal, head_mask):
+    def _check_head_mask(self, head_mask, like):
+        if head_mask is None:
+            return None
+        check_tensor("head_mask", head_mask)
+        if head_mask.shape != (self.num_heads,):
+            raise ValueError(
+                f"head_mask must have shape (num_heads,) = ({self.num_heads},), got {tuple(head_mask.shape)}"
+            )
+        return head_mask.to(dtype=like.dtype, device=like.device)
+
+    def _project(self, query, key, value):
+        """``(q, k, v)``, each ``(batch, heads, seq, head_dim)`` (k, v may have fewer heads)."""
+        raise NotImplementedError
+
+    def forward(self, query, key=None, value=None, *, attn_mask=None, key_padding_mask=None,
+                is_causal=False, need_weights=False, head_mask=None):  # fmt: skip
+        """``(output (batch, n_query, d_model), weights (batch, num_heads, n_query, n_key) or None)``.
+
+        ``key``/``value`` default to ``query`` (self-attention). Masks follow
+        ``torch.nn.MultiheadAttention`` (bool True = may not attend); ``head_mask`` of shape
+        ``(num_heads,)`` scales each head's output before the output projection.
+        """
         query, key, value = check_inputs(query, key, value, self.d_model)
-        bias, dead_rows = build_mask(
+        logit_mask, dead_rows = build_mask(
             attn_mask, key_padding_mask, is_causal,
             batch=query.shape[0], num_heads=self.num_heads, n_query=query.shape[1],
             n_key=key.shape[1], dtype=query.dtype, device=query.device,
         )  # fmt: skip
+        head_mask = self._check_head_mask(head_mask, query)
+        q, k, v = self._project(query, key, value)
+        heads, weights = attend(q, k, v, logit_mask, dead_rows, need_weights=need_weights)
         if head_mask is not None:
-            if not isinstance(head_mask, torch.Tensor):
-                raise TypeError(f"head_mask must be a torch.Tensor, got {type(head_mask).__name__}")
-            if head_mask.shape != (self.num_heads,):
-                raise ValueError(
-                    f"head_mask must have shape (num_heads,) = ({self.num_heads},), "
-                    f"got {tuple(head_mask.shape)}"
-                )
-            head_mask = head_mask.to(dtype=query.dtype, device=query.device)
-        return query, key, value, bias, dead_rows, head_mask
+            heads = heads * head_mask.view(1, -1, 1, 1)
+        batch, _, n_query, _ = heads.shape
+        # (batch, heads, n_query, head_dim) -> (batch, n_query, heads * head_dim)
+        concat = heads.transpose(1, 2).reshape(batch, n_query, self.num_heads * self.head_dim)
+        return self.out_proj(concat), weights
 
 
 class MultiHeadAttention(_Attention):
-    """Multi-head attention, batch-first (Chapters 1-3; wide heads in Chapter 5).
+    """Multi-head attention, batch-first: the standard layer, and its wide and grouped variants.
 
-    ``head_dim=None`` gives the standard narrow layer (``d_model // num_heads``);
-    ``head_dim=d_model`` the "wide" layer; ``num_kv_heads`` < ``num_heads`` gives grouped-query
-    attention (1: multi-query). ``forward`` returns ``(output, weights)``, where ``weights`` is
-    ``(batch, num_heads, n_query, n_key)`` if ``need_weights`` else ``None``. Masks follow
-    ``torch.nn.MultiheadAttention`` (bool True = may not attend); ``head_mask`` of shape
-    ``(num_heads,)`` scales each head's output before the output projection.
+    ``head_dim=None`` gives the standard layer (``d_model // num_heads``); ``head_dim=d_model``
+    the wide layer; ``num_kv_heads`` < ``num_heads`` grouped-query attention (1: multi-query).
     """
 
     def __init__(self, d_model, num_heads, *, head_dim=None, num_kv_heads=None, bias=True):
@@ -69,46 +88,106 @@ class MultiHeadAttention(_Attention):
         # (batch, seq, heads * head_dim) -> (batch, heads, seq, head_dim)
         return projected.view(batch, seq, heads, self.head_dim).transpose(1, 2)
 
-    def forward(self, query, key=None, value=None, *, attn_mask=None, key_padding_mask=None,
-                is_causal=False, need_weights=False, head_mask=None):  # fmt: skip
-        query, key, value, bias, dead_rows, head_mask = self._prepare(
-            query, key, value, attn_mask, key_padding_mask, is_causal, head_mask
-        )
-        q = self._split(self.q_proj(query), self.num_heads)  # (batch, heads, n_query, head_dim)
-        k = self._split(self.k_proj(key), self.num_kv_heads)  # (batch, kv_heads, n_key, head_dim)
+    def _project(self, query, key, value):
+        q = self._split(self.q_proj(query), self.num_heads)
+        k = self._split(self.k_proj(key), self.num_kv_heads)
         v = self._split(self.v_proj(value), self.num_kv_heads)
-        heads, weights = attend(q, k, v, bias, dead_rows, need_weights=need_weights)
-        if head_mask is not None:
-            heads = heads * head_mask.view(1, -1, 1, 1)
-        batch, _, n_query, _ = heads.shape
-        # (batch, heads, n_query, head_dim) -> (batch, n_query, heads * head_dim)
-        concat = heads.transpose(1, 2).reshape(batch, n_query, self.num_heads * self.head_dim)
-        return self.out_proj(concat), weights
+        return q, k, v
 
 
-def _select_head(mask, index):
-    """This head's slice of a mask of shape (batch, heads or 1, n_query, n_key or 1)."""
-    if mask is None or mask.shape[1] == 1:
-        return mask
-    return mask[:, index : index + 1]
+class ChunkedLinear(nn.Module):
+    """``num_heads`` independent Linear maps, map i reading only chunk i of the features.
+
+    ``weight``: ``(num_heads, chunk, chunk)`` in PyTorch's (out, in) order per head. Equivalent
+    to a Linear(d, d) whose weight is block-diagonal.
+    """
+
+    def __init__(self, num_heads, chunk, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(num_heads, chunk, chunk))
+        self.bias = nn.Parameter(torch.empty(num_heads, chunk)) if bias else None
+        bound = chunk**-0.5  # nn.Linear's default initialisation, per chunk
+        nn.init.uniform_(self.weight, -bound, bound)
+        if bias:
+            nn.init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x):
+        """``(batch, seq, heads * chunk)`` -> ``(batch, heads, seq, chunk)``."""
+        batch, seq, _ = x.shape
+        heads, chunk, _ = self.weight.shape
+        chunks = x.view(batch, seq, heads, chunk)  # (batch, seq, heads, chunk)
+        out = torch.einsum("bshi,hoi->bhso", chunks, self.weight)  # (batch, heads, seq, chunk)
+        return out if self.bias is None else out + self.bias[None, :, None, :]
+
+
+class ChunkedAttention(_Attention):
+    """Bloem's (2019) "narrow" layer: head i reads only features ``i*d/h .. (i+1)*d/h`` of its input.
+
+    Each head has its own ``(d/h x d/h)`` query, key and value maps, then one full output
+    projection ``W_O`` (d x d) mixes the heads, as in the standard layer. Its q/k/v projections
+    hold ``3 d^2 / h`` weights instead of ``3 d^2``.
+    """
+
+    def __init__(self, d_model, num_heads, *, bias=True):
+        super().__init__(d_model, num_heads, None, None)
+        self.q_proj = ChunkedLinear(num_heads, self.head_dim, bias)
+        self.k_proj = ChunkedLinear(num_heads, self.head_dim, bias)
+        self.v_proj = ChunkedLinear(num_heads, self.head_dim, bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def _project(self, query, key, value):
+        return self.q_proj(query), self.k_proj(key), self.v_proj(value)
 
 
 class AttentionHead(nn.Module):
-    """One head of ``PerHeadAttention``: its own W_Q, W_K, W_V and its block W_O^i (Chapter 2)."""
+    """One head: its own W_Q, W_K, W_V (d_model -> head_dim) and its block W_O^i (head_dim -> d_model).
+
+    Calling it returns the head's *contribution* to the layer's output, ``head_i @ W_O^i``, so a
+    multi-head layer is the sum of its heads' contributions plus one shared output bias.
+    """
 
     def __init__(self, d_model, head_dim, bias=True):
         super().__init__()
+        self.d_model = check_positive_int("d_model", d_model)
+        self.head_dim = check_positive_int("head_dim", head_dim)
         self.q_proj = nn.Linear(d_model, head_dim, bias=bias)
         self.k_proj = nn.Linear(d_model, head_dim, bias=bias)
         self.v_proj = nn.Linear(d_model, head_dim, bias=bias)
         self.out_proj = nn.Linear(head_dim, d_model, bias=False)  # the output bias is shared
 
+    def extra_repr(self):
+        return f"d_model={self.d_model}, head_dim={self.head_dim}"
+
+    def forward(self, query, key=None, value=None, *, attn_mask=None, key_padding_mask=None,
+                is_causal=False, need_weights=False):  # fmt: skip
+        """``(contribution (batch, n_query, d_model), weights (batch, n_query, n_key) or None)``."""
+        query, key, value = check_inputs(query, key, value, self.d_model)
+        logit_mask, dead_rows = build_mask(
+            attn_mask, key_padding_mask, is_causal,
+            batch=query.shape[0], num_heads=1, n_query=query.shape[1],
+            n_key=key.shape[1], dtype=query.dtype, device=query.device,
+        )  # fmt: skip
+        q = self.q_proj(query).unsqueeze(1)  # (batch, 1, n_query, head_dim)
+        k = self.k_proj(key).unsqueeze(1)  # (batch, 1, n_key, head_dim)
+        v = self.v_proj(value).unsqueeze(1)
+        out, weights = attend(q, k, v, logit_mask, dead_rows, need_weights=need_weights)
+        contribution = self.out_proj(out.squeeze(1))  # (batch, n_query, d_model)
+        return contribution, None if weights is None else weights.squeeze(1)
+
+
+def _head_slice(attn_mask, index, batch, num_heads):
+    """Head ``index``'s part of an ``attn_mask`` given for all heads (shapes as in build_mask)."""
+    if attn_mask is None or attn_mask.dim() == 2:
+        return attn_mask  # (n_query, n_key): the same for every head
+    # (batch * heads, n_q, n_k) or (batch, heads, n_q, n_k) -> (batch, n_q, n_k)
+    return attn_mask.reshape(batch, num_heads, *attn_mask.shape[-2:])[:, index]
+
 
 class PerHeadAttention(_Attention):
-    """Multi-head attention written as ``num_heads`` independent heads (Chapter 2).
+    """Multi-head attention written as ``num_heads`` independent :class:`AttentionHead` modules.
 
-    Each head reads the whole input and writes ``head_i @ W_O^i``; the layer's output is the
-    sum over heads plus one shared bias. Same ``forward`` as ``MultiHeadAttention``.
+    Each head reads the whole input; the layer's output is the sum of the heads' contributions
+    plus one shared bias. Same ``forward`` as :class:`MultiHeadAttention`.
     """
 
     def __init__(self, d_model, num_heads, *, head_dim=None, bias=True):
@@ -118,20 +197,24 @@ class PerHeadAttention(_Attention):
 
     def forward(self, query, key=None, value=None, *, attn_mask=None, key_padding_mask=None,
                 is_causal=False, need_weights=False, head_mask=None):  # fmt: skip
-        query, key, value, bias, dead_rows, head_mask = self._prepare(
-            query, key, value, attn_mask, key_padding_mask, is_causal, head_mask
-        )
+        query, key, value = check_inputs(query, key, value, self.d_model)
+        batch = query.shape[0]
+        # Check the masks against all heads once; each head then builds its own part.
+        build_mask(
+            attn_mask, key_padding_mask, is_causal,
+            batch=batch, num_heads=self.num_heads, n_query=query.shape[1],
+            n_key=key.shape[1], dtype=query.dtype, device=query.device,
+        )  # fmt: skip
+        head_mask = self._check_head_mask(head_mask, query)
         output = torch.zeros_like(query) if self.out_bias is None else self.out_bias.expand_as(query)
         all_weights = []
         for index, head in enumerate(self.heads):
-            head_bias, head_dead = _select_head(bias, index), _select_head(dead_rows, index)
-            q = head.q_proj(query).unsqueeze(1)  # (batch, 1, n_query, head_dim)
-            k = head.k_proj(key).unsqueeze(1)  # (batch, 1, n_key, head_dim)
-            v = head.v_proj(value).unsqueeze(1)
-            out, weights = attend(q, k, v, head_bias, head_dead, need_weights=need_weights)
-            contribution = head.out_proj(out.squeeze(1))  # (batch, n_query, d_model)
+            contribution, weights = head(
+                query, key, value, attn_mask=_head_slice(attn_mask, index, batch, self.num_heads),
+                key_padding_mask=key_padding_mask, is_causal=is_causal, need_weights=need_weights,
+            )  # fmt: skip
             if head_mask is not None:
                 contribution = contribution * head_mask[index]
             output = output + contribution
             all_weights.append(weights)
-        return output, torch.cat(all_weights, dim=1) if need_weights else None
+        return output, torch.stack(all_weights, dim=1) if need_weights else None

@@ -2,6 +2,8 @@
 
 import torch
 
+from .timing import forward_backward
+
 
 def saved_activation_bytes(layer, x):
     """Bytes of the tensors autograd saves for backward in one forward pass of ``layer(x)``.
@@ -31,7 +33,6 @@ def peak_training_bytes(layer, x):
     torch.cuda.synchronize(x.device)
     torch.cuda.reset_peak_memory_stats(x.device)
     before = torch.cuda.memory_allocated(x.device)
-    output, _ = layer(x)
-    output.sum().backward()
+    forward_backward(layer, x)
     torch.cuda.synchronize(x.device)
     return torch.cuda.max_memory_allocated(x.device) - before

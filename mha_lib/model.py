@@ -3,28 +3,34 @@
 import torch
 from torch import nn
 
-from .layers import MultiHeadAttention
-from .shapes import _check_positive_int
+from .checks import check_positive_int
+from .layers import ChunkedAttention, MultiHeadAttention
 
 
 class AttentionModel(nn.Module):
     """Embed, then ``num_layers`` causal attention layers with residuals, then a linear readout.
 
     No MLP and no normalisation, so every way information moves between positions is an
-    attention head, which is what Chapters 4 and 5 want to watch. Positions are learned
-    embeddings added to the embedded input. ``head_dim`` is passed to every
-    :class:`~mha_lib.layers.MultiHeadAttention` (``head_dim=d_model`` gives wide heads).
+    attention head, which is what we want to watch. Positions are learned embeddings added to
+    the embedded input. Every layer is a :class:`~mha_lib.layers.MultiHeadAttention` with
+    ``head_dim`` (``head_dim=d_model`` gives wide heads), or with ``chunked=True`` a
+    :class:`~mha_lib.layers.ChunkedAttention`.
     """
 
-    def __init__(self, d_in, d_out, *, d_model, num_heads, seq_len, num_layers=1, head_dim=None):
+    def __init__(self, d_in, d_out, *, d_model, num_heads, seq_len, num_layers=1, head_dim=None, chunked=False):
         super().__init__()
         for name, value in (("d_in", d_in), ("d_out", d_out), ("seq_len", seq_len), ("num_layers", num_layers)):
-            _check_positive_int(name, value)
+            check_positive_int(name, value)
+        if chunked and head_dim is not None:
+            raise ValueError("chunked layers fix head_dim = d_model / num_heads; leave head_dim unset")
         self.embed = nn.Linear(d_in, d_model)
         self.position = nn.Parameter(torch.randn(seq_len, d_model) / d_model**0.5)
-        self.layers = nn.ModuleList(
-            MultiHeadAttention(d_model, num_heads, head_dim=head_dim) for _ in range(num_layers)
-        )
+        def layer():
+            if chunked:
+                return ChunkedAttention(d_model, num_heads)
+            return MultiHeadAttention(d_model, num_heads, head_dim=head_dim)
+
+        self.layers = nn.ModuleList(layer() for _ in range(num_layers))
         self.readout = nn.Linear(d_model, d_out)
 
     @property
@@ -34,7 +40,7 @@ class AttentionModel(nn.Module):
 
     @classmethod
     def for_task(cls, task, **sizes):
-        """A model whose input and output sizes fit ``task`` (an :class:`~mha_lib.tasks.OffsetCopy`)."""
+        """A model whose input and output sizes fit ``task`` (e.g. an :class:`~mha_lib.tasks.OffsetCopy`)."""
         return cls(task.d_in, task.d_out, seq_len=task.seq_len, **sizes)
 
     def forward(self, x, *, head_mask=None, need_weights=False):

@@ -81,6 +81,11 @@ class MiniLM(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer() for _ in range(NUM_LAYERS))
 
     @property
+    def head_shape(self):
+        """``(num_layers, num_heads)``: the shape of a ``head_mask``."""
+        return len(self.layers), self.layers[0].attention.num_heads
+
+    @property
     def device(self):
         return self.word_embeddings.weight.device
 
@@ -96,10 +101,12 @@ class MiniLM(nn.Module):
     def forward(self, input_ids, attention_mask, *, head_mask=None, need_weights=False):
         """Last hidden states ``(batch, n, 384)`` and, if asked, one weights tensor per layer.
 
-        ``head_mask``: ``(6, 12)``, 1 keeps a head and 0 removes it (Chapter 6's ablations).
+        ``head_mask``: ``(num_layers, num_heads)``, 1 keeps a head and 0 removes it.
         """
-        if head_mask is not None and tuple(head_mask.shape) != (NUM_LAYERS, NUM_HEADS):
-            raise ValueError(f"head_mask must have shape (6, 12), got {tuple(head_mask.shape)}")
+        if head_mask is not None and tuple(head_mask.shape) != self.head_shape:
+            raise ValueError(
+                f"head_mask must have shape (num_layers, num_heads) = {self.head_shape}, got {tuple(head_mask.shape)}"
+            )
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)
         hidden = (
             self.word_embeddings(input_ids)

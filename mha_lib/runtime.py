@@ -5,6 +5,8 @@ import random
 
 import torch
 
+from .checks import check_int
+
 
 def pick_device(prefer=None):
     """``torch.device`` to run on: ``prefer`` if given, else CUDA when present, else CPU.
@@ -22,8 +24,7 @@ def pick_device(prefer=None):
 
 def seed_everything(seed):
     """Seed Python, NumPy (if installed) and PyTorch so a notebook run is repeatable."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    check_int("seed", seed)
     random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
     try:

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .shapes import _check_positive_int
+from .checks import check_positive_int
 
 
 @dataclass(frozen=True)
@@ -14,8 +14,8 @@ class OffsetCopy:
     Every ``x_t`` is standard normal in ``d_in`` dimensions, so each target entry has variance 1
     and the mean squared error is already the error as a fraction of the target variance.
     Positions before ``max(offsets)`` have no target; ``sample`` returns targets for positions
-    ``first = max(offsets)`` to ``seq_len - 1`` only. Chapter 4 uses offsets (1, 3), where one
-    head cannot do better than about half the variance; Chapter 5 uses more offsets.
+    ``first = max(offsets)`` to ``seq_len - 1`` only. With offsets (1, 3) one head cannot do
+    better than about half the variance.
     """
 
     offsets: tuple = (1, 3)
@@ -23,12 +23,12 @@ class OffsetCopy:
     d_in: int = 8
 
     def __post_init__(self):
-        _check_positive_int("seq_len", self.seq_len)
-        _check_positive_int("d_in", self.d_in)
+        check_positive_int("seq_len", self.seq_len)
+        check_positive_int("d_in", self.d_in)
         if not isinstance(self.offsets, tuple) or not self.offsets:
             raise TypeError(f"offsets must be a non-empty tuple of ints, got {self.offsets!r}")
         for offset in self.offsets:
-            _check_positive_int("every offset", offset)
+            check_positive_int("every offset", offset)
         if max(self.offsets) >= self.seq_len:
             raise ValueError(f"offsets must be smaller than seq_len={self.seq_len}, got {self.offsets}")
 
@@ -47,7 +47,7 @@ class OffsetCopy:
         Drawn on the CPU from ``generator`` and then moved, so a seed gives the same data on
         every device.
         """
-        _check_positive_int("batch", batch)
+        check_positive_int("batch", batch)
         x = torch.randn(batch, self.seq_len, self.d_in, generator=generator)
         positions = torch.arange(self.first, self.seq_len)
         # one (batch, seq_len - first, d_in) slice per offset, side by side

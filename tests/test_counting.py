@@ -16,8 +16,8 @@ def test_torch_layer_has_the_same_parameters_for_every_head_count(num_heads):
     layer = nn.MultiheadAttention(512, num_heads)
     shapes = [tuple(parameter.shape) for parameter in layer.parameters()]
     assert shapes == [(1536, 512), (1536,), (512, 512), (512,)]
-    assert mha_lib.count_parameters(layer) == 4 * 512**2 + 4 * 512 == 1_050_624
-    assert mha_lib.parameter_count(512, num_heads) == mha_lib.count_parameters(layer)
+    assert mha_lib.count_trainable(layer) == 4 * 512**2 + 4 * 512 == 1_050_624
+    assert mha_lib.parameter_count(512, num_heads) == mha_lib.count_trainable(layer)
 
 
 @pytest.mark.parametrize(
@@ -37,13 +37,13 @@ def test_formula_matches_real_modules(d_model, num_heads, head_dim, num_kv_heads
     layer = mha_lib.MultiHeadAttention(
         d_model, num_heads, head_dim=head_dim, num_kv_heads=num_kv_heads, bias=bias
     )
-    expected = mha_lib.count_parameters(layer)
+    expected = mha_lib.count_trainable(layer)
     assert mha_lib.parameter_count(
         d_model, num_heads, head_dim=head_dim, num_kv_heads=num_kv_heads, bias=bias
     ) == expected
     if num_kv_heads is None:
         per_head = mha_lib.PerHeadAttention(d_model, num_heads, head_dim=head_dim, bias=bias)
-        assert mha_lib.count_parameters(per_head) == expected
+        assert mha_lib.count_trainable(per_head) == expected
 
 
 def test_wide_grows_linearly_and_kv_sharing_shrinks():
@@ -78,25 +78,16 @@ def test_flops_match_a_profiler_count():
     assert counter.get_total_flops() == mha_lib.attention_flops(64, 4, 10)["total"]
 
 
-@pytest.mark.parametrize("d_model,num_heads,head_dim", [(64, 1, None), (64, 8, None), (64, 4, 64), (48, 6, 5)])
-def test_activation_model_matches_saved_tensors(d_model, num_heads, head_dim):
-    from mha_lib.counting import activation_elements
-    from mha_lib.memory import peak_training_bytes, saved_activation_bytes
+@pytest.mark.parametrize("d_model,num_heads,bias", [(64, 1, True), (64, 8, True), (48, 6, False)])
+def test_chunked_layer_formula_and_flops(d_model, num_heads, bias):
+    from torch.utils.flop_counter import FlopCounterMode
 
-    layer = mha_lib.MultiHeadAttention(d_model, num_heads, head_dim=head_dim)
-    x = torch.randn(3, 20, d_model)
-    expected = 4 * activation_elements(d_model, num_heads, 20, batch=3, head_dim=head_dim)
-    assert saved_activation_bytes(layer, x) == expected
-    assert peak_training_bytes(layer, x) is None  # CPU: no peak counter
-
-
-def test_low_rank_fit_needs_rank_close_to_n():
-    from mha_lib.low_rank import fit_attention
-
-    target = torch.randn(12, 12, generator=torch.Generator().manual_seed(0)).softmax(-1)
-    kl = fit_attention(target, [1, 6, 12], steps=800)
-    assert kl[0] > kl[1] > kl[2] and kl[2] < 1e-3 and kl[1] > 10 * kl[2]
-    with pytest.raises(ValueError):
-        fit_attention(torch.ones(3, 4) / 4, [1])
-    with pytest.raises(ValueError):
-        fit_attention(torch.eye(3), [1])  # zeros in the target
+    layer = mha_lib.ChunkedAttention(d_model, num_heads, bias=bias)
+    formula = mha_lib.parameter_count(d_model, num_heads, bias=bias, chunked=True)
+    assert formula == mha_lib.count_trainable(layer)
+    assert formula == 3 * d_model**2 // num_heads + d_model**2 + (4 * d_model if bias else 0)
+    with FlopCounterMode(display=False) as counter:
+        layer(torch.randn(1, 10, d_model), need_weights=True)
+    assert counter.get_total_flops() == mha_lib.attention_flops(d_model, num_heads, 10, chunked=True)["total"]
+    with pytest.raises(ValueError, match="chunked layer fixes head_dim"):
+        mha_lib.parameter_count(d_model, num_heads, head_dim=4, chunked=True)

@@ -1,14 +1,13 @@
-"""mha_lib's layers against torch.nn.MultiheadAttention and against each other."""
+"""mha_lib's layers against torch.nn.MultiheadAttention, against each other and against
+attention written out by hand; bad input to their forward."""
 
 import itertools
 
 import pytest
 import torch
-from torch import nn
+from support import ATOL, inputs, random_masks, reference_pair
 
 import mha_lib
-
-ATOL = 1e-5
 
 # (d_model, num_heads, n_query, n_key): self-attention (n_key None) and cross-attention
 CONFIGS = [
@@ -20,37 +19,6 @@ CONFIGS = [
     (48, 16, 5, 12),
     (512, 2, 12, None),
 ]
-
-
-def reference_pair(d_model, num_heads, bias=True, seed=0):
-    torch.manual_seed(seed)
-    reference = nn.MultiheadAttention(d_model, num_heads, bias=bias, batch_first=True).eval()
-    with torch.no_grad():  # non-zero biases, so that a bias copied to the wrong place shows
-        for parameter in reference.parameters():
-            if parameter.dim() == 1:
-                parameter.normal_()
-    return reference, mha_lib.from_torch(reference)
-
-
-def inputs(batch, n_query, n_key, d_model, seed=1):
-    generator = torch.Generator().manual_seed(seed)
-    query = torch.randn(batch, n_query, d_model, generator=generator)
-    if n_key is None:
-        return query, query, query
-    key = torch.randn(batch, n_key, d_model, generator=generator)
-    value = torch.randn(batch, n_key, d_model, generator=generator)
-    return query, key, value
-
-
-def random_masks(batch, num_heads, n_query, n_key, seed):
-    """A bool attn_mask, 3-D per-head float mask and key padding that never hide a whole row."""
-    generator = torch.Generator().manual_seed(seed)
-    attn_mask = torch.rand(n_query, n_key, generator=generator) < 0.3
-    attn_mask[:, 0] = False
-    padding = torch.zeros(batch, n_key, dtype=torch.bool)
-    padding[-1, n_key // 2 + 1 :] = True
-    per_head = torch.randn(batch * num_heads, n_query, n_key, generator=generator)
-    return attn_mask, padding, per_head
 
 
 @pytest.mark.parametrize("d_model,num_heads,n_query,n_key", CONFIGS)
@@ -128,7 +96,7 @@ def test_fully_masked_rows_give_zero_attention_and_finite_gradients():
 
 def test_head_mask_scales_each_head_and_is_differentiable():
     _, ours = reference_pair(32, 4)
-    per_head = mha_lib.split_heads(ours)
+    per_head = mha_lib.to_per_head(ours)
     x = torch.randn(2, 6, 32)
     head_mask = torch.tensor([1.0, 0.0, 0.5, 1.0], requires_grad=True)
     got, _ = ours(x, head_mask=head_mask)
@@ -171,66 +139,10 @@ def test_variants_equal_an_explicit_computation(num_heads, head_dim, num_kv_head
     torch.testing.assert_close(fast, expected, atol=ATOL, rtol=0)
 
 
-@pytest.mark.parametrize("d_model,num_heads,head_dim", [(16, 2, None), (24, 3, 24), (20, 4, 3)])
-@pytest.mark.parametrize("bias", [True, False])
-def test_split_merge_round_trip(d_model, num_heads, head_dim, bias):
-    torch.manual_seed(3)
-    layer = mha_lib.MultiHeadAttention(d_model, num_heads, head_dim=head_dim, bias=bias)
-    per_head = mha_lib.split_heads(layer)
-    back = mha_lib.merge_heads(per_head)
-    query, key, value = inputs(2, 5, 8, d_model)
-    mask = torch.rand(5, 8) < 0.3
-    mask[:, 0] = False
-    results = [
-        model(query, key, value, attn_mask=mask, need_weights=True) for model in (layer, per_head, back)
-    ]
-    for output, weights in results[1:]:
-        torch.testing.assert_close(output, results[0][0], atol=ATOL, rtol=0)
-        torch.testing.assert_close(weights, results[0][1], atol=ATOL, rtol=0)
-    for name, tensor in layer.state_dict().items():
-        assert torch.equal(back.state_dict()[name], tensor), f"{name} changed in the round trip"
-    assert sum(p.numel() for p in per_head.parameters()) == sum(p.numel() for p in layer.parameters())
-
-
-def test_per_head_weights_are_the_fused_blocks():
-    torch.manual_seed(0)
-    layer = mha_lib.MultiHeadAttention(12, 3)
-    per_head = mha_lib.split_heads(layer)
-    for index, head in enumerate(per_head.heads):
-        rows = slice(4 * index, 4 * (index + 1))
-        assert torch.equal(head.q_proj.weight, layer.q_proj.weight[rows])
-        assert torch.equal(head.v_proj.bias, layer.v_proj.bias[rows])
-        assert torch.equal(head.out_proj.weight, layer.out_proj.weight[:, rows])
-
-
-@pytest.mark.parametrize("d_model,num_heads,bias", [(16, 4, True), (24, 2, False)])
-def test_to_torch_round_trip(d_model, num_heads, bias):
-    torch.manual_seed(5)
-    layer = mha_lib.MultiHeadAttention(d_model, num_heads, bias=bias)
-    reference = mha_lib.to_torch(layer)
-    assert reference.batch_first
-    query, key, value = inputs(2, 4, 6, d_model)
-    expected, expected_weights = reference(query, key, value, average_attn_weights=False)
-    got, weights = layer(query, key, value, need_weights=True)
-    torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
-    torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
-    again = mha_lib.from_torch(reference)
-    for name, tensor in layer.state_dict().items():
-        assert torch.equal(again.state_dict()[name], tensor)
-
-
-def test_float64_and_devices_follow_the_source():
-    reference = nn.MultiheadAttention(8, 2, batch_first=True, dtype=torch.float64)
-    ours = mha_lib.from_torch(reference)
-    assert ours.q_proj.weight.dtype == torch.float64
-    x = torch.randn(1, 3, 8, dtype=torch.float64)
-    torch.testing.assert_close(ours(x)[0], reference(x, x, x)[0], atol=1e-12, rtol=0)
-
-
 def test_every_combination_of_mask_kinds_on_per_head_layer():
     torch.manual_seed(0)
     layer = mha_lib.MultiHeadAttention(16, 4)
-    per_head = mha_lib.split_heads(layer)
+    per_head = mha_lib.to_per_head(layer)
     query, key, value = inputs(2, 5, 6, 16)
     attn_mask, padding, per_head_mask = random_masks(2, 4, 5, 6, seed=9)
     for mask, pad in itertools.product([None, attn_mask, per_head_mask], [None, padding]):
@@ -240,14 +152,100 @@ def test_every_combination_of_mask_kinds_on_per_head_layer():
         torch.testing.assert_close(wa, wb, atol=ATOL, rtol=0)
 
 
-def test_interleaved_layout_converts_to_stacked():
+LAYER = mha_lib.MultiHeadAttention(16, 4)
+
+
+X = torch.randn(2, 5, 16)
+
+
+@pytest.mark.parametrize(
+    "call,error,words",
+    [
+        (lambda: LAYER(torch.randn(2, 5, 8)), ValueError, "feature size 8, but the layer expects d_model=16"),
+        (lambda: LAYER(torch.randn(5, 16)), ValueError, r"shape \(batch, seq, d_model=16\).*unsqueeze"),
+        (lambda: LAYER(torch.randn(1, 2, 5, 16)), ValueError, r"must have shape \(batch, seq"),
+        (lambda: LAYER(X.numpy()), TypeError, "query must be a torch.Tensor"),
+        (lambda: LAYER(torch.ones(2, 5, 16, dtype=torch.long)), TypeError, "floating-point"),
+        (lambda: LAYER(X, torch.randn(3, 5, 16)), ValueError, "share the batch size"),
+        (lambda: LAYER(X, torch.randn(2, 6, 16), torch.randn(2, 7, 16)), ValueError, "same length"),
+        (lambda: LAYER(X, attn_mask=torch.zeros(5, 4, dtype=torch.bool)), ValueError, r"attn_mask has shape \(5, 4\)"),
+        (lambda: LAYER(X, attn_mask=torch.zeros(5, 5, dtype=torch.long)), TypeError, "attn_mask must be a bool"),
+        (lambda: LAYER(X, key_padding_mask=torch.zeros(5, 2).bool()), ValueError, "key_padding_mask has shape"),
+        (lambda: LAYER(X, key_padding_mask=[[True] * 5] * 2), TypeError, "key_padding_mask must be a torch.Tensor"),
+        (lambda: LAYER(X, head_mask=torch.ones(3)), ValueError, r"head_mask must have shape \(num_heads,\) = \(4,\)"),
+        (lambda: LAYER(X, head_mask=[1, 1, 1, 1]), TypeError, "head_mask must be a torch.Tensor"),
+    ],
+)
+def test_bad_forward_input(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_a_head_is_callable_and_the_per_head_layer_is_the_sum_of_its_heads():
     torch.manual_seed(0)
-    reference = nn.MultiheadAttention(12, 3, batch_first=True)
-    weight, bias = reference.in_proj_weight.detach(), reference.in_proj_bias.detach()
-    interleaved = mha_lib.stacked_to_interleaved(weight, 3)
-    # Head 1's key rows sit right after head 1's query rows in the interleaved layout.
-    assert torch.equal(interleaved[16:20], weight[12 + 4 : 12 + 8])  # rows: q0 k0 v0 q1 k1 ...
-    assert torch.equal(mha_lib.interleaved_to_stacked(interleaved, 3), weight)
-    assert torch.equal(mha_lib.interleaved_to_stacked(mha_lib.stacked_to_interleaved(bias, 3), 3), bias)
-    with pytest.raises(ValueError, match="3 \\* num_heads = 15"):
-        mha_lib.interleaved_to_stacked(weight, 5)
+    per_head = mha_lib.to_per_head(mha_lib.MultiHeadAttention(24, 3))
+    query, key, value = inputs(2, 5, 7, 24)
+    attn_mask, padding, per_head_mask = random_masks(2, 3, 5, 7, seed=4)
+    for mask in (attn_mask, per_head_mask):
+        output, weights = per_head(query, key, value, attn_mask=mask, key_padding_mask=padding, need_weights=True)
+        total = per_head.out_bias.expand_as(output)
+        for index, head in enumerate(per_head.heads):
+            head_mask = mask if mask.dim() == 2 else mask.view(2, 3, 5, 7)[:, index]
+            contribution, head_weights = head(query, key, value, attn_mask=head_mask, key_padding_mask=padding,
+                                              need_weights=True)  # fmt: skip
+            assert contribution.shape == (2, 5, 24) and head_weights.shape == (2, 5, 7)
+            torch.testing.assert_close(head_weights, weights[:, index], atol=ATOL, rtol=0)
+            total = total + contribution
+        torch.testing.assert_close(output, total, atol=ATOL, rtol=0)
+    fast, none = per_head.heads[0](query)
+    assert none is None and fast.shape == (2, 5, 24)
+    with pytest.raises(ValueError, match="d_model=24"):
+        per_head.heads[0](torch.randn(2, 5, 8))
+
+
+def block_diagonal_twin(chunked):
+    """A MultiHeadAttention computing what ``chunked`` computes, with block-diagonal q/k/v weights."""
+    d, h = chunked.d_model, chunked.num_heads
+    twin = mha_lib.MultiHeadAttention(d, h)
+    with torch.no_grad():
+        for name in ("q_proj", "k_proj", "v_proj"):
+            source, target = getattr(chunked, name), getattr(twin, name)
+            target.weight.copy_(torch.block_diag(*source.weight))  # (d, d), head i's block on the diagonal
+            target.bias.copy_(source.bias.flatten())
+        twin.out_proj.load_state_dict(chunked.out_proj.state_dict())
+    return twin
+
+
+@pytest.mark.parametrize("d_model,num_heads", [(16, 4), (24, 3), (8, 1)])
+def test_chunked_layer_is_a_standard_layer_with_block_diagonal_projections(d_model, num_heads):
+    torch.manual_seed(1)
+    chunked = mha_lib.ChunkedAttention(d_model, num_heads)
+    twin = block_diagonal_twin(chunked)
+    query, key, value = inputs(2, 5, 6, d_model)
+    attn_mask, padding, per_head_mask = random_masks(2, num_heads, 5, 6, seed=2)
+    for mask, pad, need_weights in [(None, None, False), (attn_mask, padding, True), (per_head_mask, None, True)]:
+        got, weights = chunked(query, key, value, attn_mask=mask, key_padding_mask=pad, need_weights=need_weights)
+        expected, expected_weights = twin(query, key, value, attn_mask=mask, key_padding_mask=pad,
+                                          need_weights=need_weights)  # fmt: skip
+        torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
+        if need_weights:
+            torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
+    assert mha_lib.count_trainable(chunked) == mha_lib.parameter_count(d_model, num_heads, chunked=True)
+
+
+def test_a_chunked_head_reads_only_its_own_chunk():
+    torch.manual_seed(0)
+    chunked = mha_lib.ChunkedAttention(16, 4)
+    x = torch.randn(1, 5, 16, requires_grad=True)
+    x_again = x.detach().clone().requires_grad_()
+    _, weights = chunked(x, need_weights=True)
+    weights[0, 1].sum().backward()  # head 1's attention pattern
+    reads = x.grad.abs().sum(dim=(0, 1)) > 0  # (d_model,): the features it depends on
+    assert reads.tolist() == [False] * 4 + [True] * 4 + [False] * 8, "head 1 should read features 4-7 only"
+    output, _ = chunked(x_again)
+    output.sum().backward()
+    assert torch.all(x_again.grad.abs().sum(dim=(0, 1)) > 0), "W_O mixes every head into every output"
+    with pytest.raises(ValueError, match="not divisible"):
+        mha_lib.ChunkedAttention(10, 4)
+    with pytest.raises(ValueError, match="feature size 8"):
+        chunked(torch.randn(1, 5, 8))

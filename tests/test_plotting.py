@@ -1,15 +1,22 @@
-"""mha_lib.plotting: the book's figure style and the shared figure helpers."""
+"""Every figure helper draws, in the book's figure style."""
 
-import matplotlib
+import pytest
+import torch
 
+matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
 
 from mha_lib import plotting  # noqa: E402
 
 TEXT_COLUMN_PX = 752  # the width of the book's text column at a 1280-pixel window
+
+
+def test_figures_draw():
+    history = {"step": [0, 1, 2], "loss": [1.0, 0.5, 0.25]}
+    ax = plotting.learning_curves({"a": [history, history]})
+    assert len(ax.lines) == 1
+    figure = plotting.attention_grid(torch.rand(2, 3, 4, 4), row_labels=["x", "y"], column_labels=list("abc"))
+    assert len(figure.axes) == 6
 
 
 def test_the_book_style_fits_the_column_with_type_as_large_as_the_text():
@@ -19,11 +26,5 @@ def test_the_book_style_fits_the_column_with_type_as_large_as_the_text():
     assert width * matplotlib.rcParams["figure.dpi"] <= TEXT_COLUMN_PX, "a default figure would be shrunk"
     points_to_px = matplotlib.rcParams["figure.dpi"] / 72
     assert matplotlib.rcParams["xtick.labelsize"] * points_to_px >= 14, "tick labels smaller than 14 px"
-
-
-def test_helpers_draw_with_the_book_style():
     ax = plotting.line_chart({"a": ([1, 2, 4], [3, 2, 1])}, xlabel="h", ylabel="y", logx=True)
     assert ax.xaxis.label.get_fontsize() == matplotlib.rcParams["axes.labelsize"]
-    figure = plotting.attention_grid(torch.rand(2, 3, 4, 4), column_labels=["a", "b", "c"], row_labels=["x", "y"])
-    assert len(figure.axes) == 6
-    plt.close("all")

@@ -1,0 +1,24 @@
+"""Device choice and seeding."""
+
+import pytest
+import torch
+
+import mha_lib
+
+
+def test_seed_everything_repeats_random_draws_and_checks_its_argument():
+    mha_lib.seed_everything(3)
+    first = torch.rand(3)
+    mha_lib.seed_everything(3)
+    assert torch.equal(torch.rand(3), first)
+    for bad in ("1", 1.0, True):
+        with pytest.raises(TypeError, match="seed must be an int"):
+            mha_lib.seed_everything(bad)
+
+
+def test_pick_device_honours_the_environment(monkeypatch):
+    monkeypatch.setenv("MHA_DEVICE", "cpu")
+    assert mha_lib.pick_device() == torch.device("cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            mha_lib.pick_device("cuda")
