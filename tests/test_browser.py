@@ -14,10 +14,10 @@ import json
 import shutil
 import threading
 import unicodedata
-from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
+from support import ROOT
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -62,7 +62,6 @@ def pages(html_root):
     )
 
 
-ROOT = Path(__file__).resolve().parent.parent
 TYPESET = "async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }"
 FIGURES_DRAWN = "() => [...document.querySelectorAll('.mha-interactive')].every(e => e.querySelector('svg'))"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from myst_nb.core.variables import format_plain_text
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 GLUE_ROLE = re.compile(r"\{glue(?::(?P<kind>[a-z]*))?\}`(?P<target>[^`]+)`")
 PAGES = sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "book").glob("*.md"))
 
