@@ -25,6 +25,11 @@ MIMETYPE = "application/vnd.vegalite.v5+json"
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier: nothing is fetched
 MARKS = ("line", "point", "bar")
 CONTROLS = ("select", "radio")
+# Tableau 10 and two more: neighbouring heads get clearly different colours
+HEAD_COLOURS = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+    "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1b9e77", "#7570b3",
+]  # fmt: skip
 # Type sizes that stay legible at the width of a book page (Vega's defaults are 10-11 px).
 STYLE = {
     "axis": {"labelFontSize": 12, "titleFontSize": 13},
@@ -162,6 +167,70 @@ def attention_by_head_count(attention, difference, *, title=None, panel=90, colu
     if title:
         spec["title"] = title
     return Interactive(spec, description=title or "attention maps and output difference by number of heads")
+
+
+def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
+    """A layer's fused weights coloured by the head that owns each block, for an ``h`` a control picks.
+
+    The weights are ``layer``'s (its ``q_proj``, ``k_proj``, ``v_proj`` and ``out_proj``); only
+    the ownership changes with ``h``: head i owns a band of rows of each of W^Q, W^K, W^V and a
+    band of columns of W^O. Shading is the weight's magnitude. Returns an :class:`Interactive`.
+    """
+    projections = [getattr(layer, name, None) for name in ("q_proj", "k_proj", "v_proj", "out_proj")]
+    if any(getattr(projection, "weight", None) is None for projection in projections):
+        raise TypeError("ownership_by_head_count needs a layer with q_proj, k_proj, v_proj and out_proj Linears")
+    in_proj = np.concatenate([_array(projection.weight) for projection in projections[:3]])  # (3 * width, d_model)
+    out_proj = _array(projections[3].weight)  # (d_model, width)
+    width = out_proj.shape[1]
+    if not head_counts or any(not isinstance(h, int) or h < 1 or width % h for h in head_counts):
+        raise ValueError(f"head_counts must be divisors of the layer's width {width}, got {head_counts}")
+    if len(head_counts) != len(set(head_counts)) or max(head_counts) > len(HEAD_COLOURS):
+        raise ValueError(
+            f"head_counts must be distinct and at most {len(HEAD_COLOURS)} (a colour each), got {head_counts}"
+        )
+    scale = max(np.abs(in_proj).max(), np.abs(out_proj).max())
+    rows = [  # one record per matrix row; the flatten transform below makes one per entry
+        {"part": part, "row": r, "w": [round(float(v), 2) for v in np.abs(matrix[r]) / scale]}
+        for part, matrix in (("in", in_proj), ("out", out_proj))
+        for r in range(matrix.shape[0])
+    ]
+    owner = f"datum.part == 'in' ? floor((datum.row % {width}) / ({width} / h)) : floor(datum.column / ({width} / h))"
+    transform = [
+        {"flatten": ["w"]},
+        {"window": [{"op": "row_number", "as": "column"}], "groupby": ["part", "row"]},
+        {"calculate": "datum.column - 1", "as": "column"},
+        {"calculate": owner, "as": "head"},
+    ]
+
+    def matrix_view(part, label, n_rows, n_columns, xlabel, ylabel):
+        hidden = {"labels": False, "ticks": False}
+        return {
+            "transform": [{"filter": f"datum.part == '{part}'"}],
+            "width": pixel * n_columns,
+            "height": pixel * n_rows,
+            "title": label,
+            "mark": {"type": "rect", "tooltip": True},
+            "encoding": {
+                "x": {"field": "column", "type": "ordinal", "axis": hidden, "title": xlabel},
+                "y": {"field": "row", "type": "ordinal", "axis": hidden, "title": ylabel},
+                "color": {"field": "head", "type": "nominal", "scale": {"range": HEAD_COLOURS}, "legend": None},
+                "opacity": {"field": "w", "type": "quantitative", "scale": {"range": [0.25, 1]}, "legend": None},
+                "tooltip": [{"field": "head"}, {"field": "row"}, {"field": "column"}],
+            },
+        }
+
+    spec = {
+        "data": {"values": rows},
+        "params": [_control("h", "number of heads h", sorted(head_counts), "radio", start=max(head_counts))],
+        "transform": transform,
+        "hconcat": [
+            matrix_view("in", "query, key, value projections", *in_proj.shape, "input feature (all of x)", ""),
+            matrix_view("out", "output projection", *out_proj.shape, "concatenated head outputs", "output feature"),
+        ],
+    }
+    if title:
+        spec["title"] = title
+    return Interactive(spec, description=title or "weights coloured by the head that owns them")
 
 
 def _check_records(records, fields):

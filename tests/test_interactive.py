@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from mha_lib.interactive import MIMETYPE, Interactive, attention_by_head_count, records_chart
+import mha_lib
+from mha_lib.interactive import MIMETYPE, Interactive, attention_by_head_count, ownership_by_head_count, records_chart
 
 RECORDS = [
     {"task": "copy", "variant": "standard", "cost": 1.0, "loss": 0.5},
@@ -79,3 +80,17 @@ def test_attention_by_head_count_rejects_mismatched_shapes():
         attention_by_head_count({2: np.ones((1, 3, 3))}, {2: np.ones(3)})
     with pytest.raises(TypeError, match="non-empty dicts"):
         attention_by_head_count([], {})
+
+
+def test_ownership_by_head_count_keeps_the_weights_and_recolours_by_head():
+    layer = mha_lib.MultiHeadAttention(12, 1)
+    figure = ownership_by_head_count(layer, [1, 2, 3, 4])
+    rows = figure.spec["data"]["values"]
+    assert [row["part"] for row in rows].count("in") == 3 * 12 and [row["part"] for row in rows].count("out") == 12
+    assert all(len(row["w"]) == 12 for row in rows), "one magnitude per weight"
+    assert max(max(row["w"]) for row in rows) == 1.0
+    assert figure.controls == ["h"] and figure.spec["params"][0]["value"] == 4
+    with pytest.raises(ValueError, match="divisors of the layer's width 12"):
+        ownership_by_head_count(layer, [5])
+    with pytest.raises(TypeError, match="q_proj, k_proj, v_proj and out_proj"):
+        ownership_by_head_count(torch.nn.Linear(3, 3), [1])
