@@ -56,6 +56,8 @@ def one_document(outdir, docnames):
                 seen_head.add(key)
                 book.head.append(tag)
         article = page.select_one("article.bd-article") or page.body
+        for link in article.select("a.headerlink"):  # the "#" after each heading links nowhere on paper
+            link.decompose()
         section = book.new_tag("section", attrs={"class": "pdf-page", "id": f"pdf-{docname.replace('/', '-')}"})
         section.extend(list(article.children))
         book.body.append(section)
@@ -83,7 +85,7 @@ def print_pdf(html_path, pdf_path, outdir):
                 "() => [...document.querySelectorAll('.mha-interactive')].every(e => e.querySelector('svg'))"
             )
             page.evaluate("async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }")
-            page.pdf(path=str(pdf_path), format="A4", print_background=True, outline=True)
+            page.pdf(path=str(pdf_path), format="A4", print_background=True)
             browser.close()
     finally:
         server.shutdown()
