@@ -224,7 +224,9 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
         "params": [_control("h", "number of heads h", sorted(head_counts), "radio", start=max(head_counts))],
         "transform": transform,
         "hconcat": [
-            matrix_view("in", "query, key, value projections", *in_proj.shape, "input feature (all of x)", ""),
+            matrix_view(
+                "in", "query, key, value projections", *in_proj.shape, "input feature (all of x)", "W_Q, W_K, W_V"
+            ),
             matrix_view("out", "output projection", *out_proj.shape, "concatenated head outputs", "output feature"),
         ],
     }
