@@ -45,7 +45,14 @@ class Interactive:
     def __init__(self, spec, *, description):
         # resize: the drawing grows and shrinks with the data a control selects (e.g. more heatmaps)
         autosize = {"type": "pad", "resize": True}
-        self.spec = {"$schema": SCHEMA, "description": description, "config": STYLE, "autosize": autosize, **spec}
+        self.spec = {
+            "$schema": SCHEMA,
+            "description": description,
+            "config": STYLE,
+            "autosize": autosize,
+            "background": "white",  # black type stays readable when the page is in dark mode
+            **spec,
+        }
         json.dumps(self.spec, allow_nan=False)  # fail here, not in the reader's browser
 
     @property
