@@ -142,3 +142,65 @@ def attention_grid(weights, *, row_labels=None, column_labels=None, size=1.6, ti
         figure.suptitle(title)
     figure.tight_layout()
     return figure
+
+
+def markdown_table(header, rows):
+    """A Markdown table of ``rows`` (lists of cells) under ``header``, for ``IPython.display.display``."""
+    from IPython.display import Markdown
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return Markdown("\n".join(lines))
+
+
+LAYER_STYLES = {
+    "chunked": dict(marker="^", color="C2"),
+    "standard": dict(marker="o", color="C0"),
+    "wide": dict(marker="s", color="C3"),
+}
+
+
+def quality_vs_cost(records, *, axes=None, title=None, costs=(("params", "attention parameters"), ("flops", "attention FLOPs per sequence"))):
+    """Median loss over seeds against cost, one panel per cost, one point per layer (Chapter 5).
+
+    ``records``: dicts with ``kind``, ``heads``, ``head_size``, ``params``, ``flops`` and ``loss``
+    (one per seed, already at the learning rate chosen for that layer). Kinds in
+    :data:`LAYER_STYLES` are drawn in colour and joined across head counts, each point labelled
+    with its number of heads; any other kind is a grey dot. Bars span the quartiles over seeds.
+    """
+    import numpy as np
+
+    groups = {}
+    for record in records:
+        key = (record["kind"], record["heads"], record["head_size"])
+        groups.setdefault(key, []).append(record)
+    if axes is None:
+        _, axes = plt.subplots(1, len(costs), figsize=(6.2 * len(costs), 4.4), sharey=True, squeeze=False)
+        axes = axes[0]
+    for ax, (cost, label) in zip(axes, costs):
+        families = {}
+        for (kind, heads, head_size), group in sorted(groups.items()):
+            losses = np.array([record["loss"] for record in group])
+            q1, median, q3 = np.quantile(losses, [0.25, 0.5, 0.75])
+            x = group[0][cost]
+            style = LAYER_STYLES.get(kind, dict(marker=".", color="0.6"))
+            ax.plot([x, x], [q1, q3], color=style["color"], alpha=0.5, linewidth=1.5)
+            ax.plot(x, median, linestyle="none", markersize=8 if kind in LAYER_STYLES else 7, **style)
+            if kind in LAYER_STYLES:
+                families.setdefault(kind, []).append((x, median))
+                ax.annotate(f"{heads}", (x, median), textcoords="offset points", xytext=(5, 4), fontsize=9, color=style["color"])
+            else:
+                ax.annotate(f"{heads}x{head_size}", (x, median), textcoords="offset points", xytext=(4, -10), fontsize=7, color="0.45")
+        for kind, points in families.items():
+            points.sort()
+            ax.plot(*zip(*points), color=LAYER_STYLES[kind]["color"], alpha=0.6, label=kind)
+        ax.plot([], [], linestyle="none", marker=".", color="0.6", label="other (heads x head size)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(label)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel("loss / target variance (median over seeds)")
+    axes[0].legend(frameon=False, fontsize=9)
+    if title:
+        axes[0].figure.suptitle(title)
+    return axes
