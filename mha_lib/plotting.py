@@ -85,12 +85,12 @@ def head_ownership(layer, axes=None):
         axes[0].axhline(boundary - 0.5, color="black", linewidth=1.5)
     axes[0].set_yticks([width / 2, 1.5 * width, 2.5 * width], ["$W^Q$", "$W^K$", "$W^V$"])
     axes[0].set_xlabel("input feature (all of x)")
-    axes[0].set_title("q/k/v projection: rows owned by head i", fontsize="medium")
+    axes[0].set_title("q/k/v projection: rows owned by head i", fontsize="small")
     columns = np.arange(width) // layer.head_dim
     axes[1].imshow(painted(out_proj, np.broadcast_to(columns[None, :], out_proj.shape)), aspect="auto")
     axes[1].set_xlabel("concatenated head outputs")
     axes[1].set_ylabel("output feature")
-    axes[1].set_title("$W^O$: columns owned by head i", fontsize="medium")
+    axes[1].set_title("$W^O$: columns owned by head i", fontsize="small")
     axes[0].figure.suptitle(f"d_model = {layer.d_model}, {layer.num_heads} heads of size {layer.head_dim}")
     return axes
 
