@@ -46,7 +46,8 @@ def from_torch(torch_mha):
 def to_torch(layer):
     """``MultiHeadAttention`` (standard, no GQA) -> ``nn.MultiheadAttention(batch_first=True)``."""
     check_instance(layer, MultiHeadAttention, "to_torch")
-    if layer.num_heads * layer.head_dim != layer.d_model or layer.num_kv_heads != layer.num_heads:
+    standard = layer.num_heads * layer.head_dim == layer.d_model and layer.value_dim == layer.head_dim
+    if not standard or layer.num_kv_heads != layer.num_heads:
         raise ValueError(
             "nn.MultiheadAttention holds only the standard layer (num_heads * head_dim == d_model, "
             f"num_kv_heads == num_heads); got {layer.extra_repr()}"
@@ -73,6 +74,10 @@ def to_per_head(layer):
         raise ValueError(
             f"to_per_head needs one key/value head per query head; this layer shares "
             f"{layer.num_kv_heads} key/value heads among {layer.num_heads} query heads"
+        )
+    if layer.value_dim != layer.head_dim:
+        raise ValueError(
+            f"to_per_head needs value_dim == head_dim (AttentionHead has one size); got {layer.extra_repr()}"
         )
     has_bias = layer.q_proj.bias is not None
     weight = layer.q_proj.weight

@@ -107,8 +107,8 @@ def _heads(layer, params, name, hidden, batch):
         chunks = hidden.view(members, batch, seq, heads, head_dim)  # (members, batch, seq, heads, chunk)
         out = torch.einsum("mbshi,mhoi->mbhso", chunks, params[f"{name}.weight"])  # (members, batch, heads, seq, chunk)
         return (out + params[f"{name}.bias"][:, None, :, None, :]).flatten(0, 1)
-    projected = _linear(params, name, hidden)  # (members, batch * seq, heads * head_dim)
-    return projected.view(members * batch, seq, heads, head_dim).transpose(1, 2)
+    projected = _linear(params, name, hidden)  # (members, batch * seq, heads * size); values may have their own size
+    return projected.view(members * batch, seq, heads, -1).transpose(1, 2)
 
 
 def _forward(template, params, x):

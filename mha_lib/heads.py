@@ -22,6 +22,8 @@ def _head_blocks(layer):
     check_instance(layer, (MultiHeadAttention, ChunkedAttention), "per-head parameters")
     if layer.num_kv_heads != layer.num_heads:
         raise ValueError("per-head parameters need num_kv_heads == num_heads (no shared key/value heads)")
+    if getattr(layer, "value_dim", layer.head_dim) != layer.head_dim:
+        raise ValueError("per-head parameters need value_dim == head_dim")
     heads, head_dim = layer.num_heads, layer.head_dim
     blocks = []
     for proj in (layer.q_proj, layer.k_proj, layer.v_proj):

@@ -62,9 +62,9 @@ class _Attention(nn.Module):
         heads, weights = attend(q, k, v, logit_mask, dead_rows, need_weights=need_weights)
         if head_mask is not None:
             heads = heads * head_mask.view(1, -1, 1, 1)
-        batch, _, n_query, _ = heads.shape
-        # (batch, heads, n_query, head_dim) -> (batch, n_query, heads * head_dim)
-        concat = heads.transpose(1, 2).reshape(batch, n_query, self.num_heads * self.head_dim)
+        batch, _, n_query, value_size = heads.shape
+        # (batch, heads, n_query, value_size) -> (batch, n_query, heads * value_size)
+        concat = heads.transpose(1, 2).reshape(batch, n_query, self.num_heads * value_size)
         return self.out_proj(concat), weights
 
 
@@ -73,20 +73,28 @@ class MultiHeadAttention(_Attention):
 
     ``head_dim=None`` gives the standard layer (``d_model // num_heads``); ``head_dim=d_model``
     the wide layer; ``num_kv_heads`` < ``num_heads`` grouped-query attention (1: multi-query).
+    ``value_dim`` (default ``head_dim``) sizes the values apart from the queries and keys, so the
+    two paths through a head can be widened or shrunk one at a time.
     """
 
-    def __init__(self, d_model, num_heads, *, head_dim=None, num_kv_heads=None, bias=True):
+    def __init__(self, d_model, num_heads, *, head_dim=None, value_dim=None, num_kv_heads=None, bias=True):
         super().__init__(d_model, num_heads, head_dim, num_kv_heads)
+        self.value_dim = self.head_dim if value_dim is None else check_positive_int("value_dim", value_dim)
         q_width, kv_width = num_heads * self.head_dim, self.num_kv_heads * self.head_dim
         self.q_proj = nn.Linear(d_model, q_width, bias=bias)
         self.k_proj = nn.Linear(d_model, kv_width, bias=bias)
-        self.v_proj = nn.Linear(d_model, kv_width, bias=bias)
-        self.out_proj = nn.Linear(q_width, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, self.num_kv_heads * self.value_dim, bias=bias)
+        self.out_proj = nn.Linear(num_heads * self.value_dim, d_model, bias=bias)
 
-    def _split(self, projected, heads):
-        batch, seq, _ = projected.shape
-        # (batch, seq, heads * head_dim) -> (batch, heads, seq, head_dim)
-        return projected.view(batch, seq, heads, self.head_dim).transpose(1, 2)
+    def extra_repr(self):
+        differs = self.value_dim != self.head_dim
+        return super().extra_repr() + (f", value_dim={self.value_dim}" if differs else "")
+
+    @staticmethod
+    def _split(projected, heads):
+        batch, seq, width = projected.shape
+        # (batch, seq, heads * size) -> (batch, heads, seq, size)
+        return projected.view(batch, seq, heads, width // heads).transpose(1, 2)
 
     def _project(self, query, key, value):
         q = self._split(self.q_proj(query), self.num_heads)

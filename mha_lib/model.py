@@ -13,22 +13,24 @@ class AttentionModel(nn.Module):
     No MLP and no normalisation, so every way information moves between positions is an
     attention head, which is what we want to watch. Positions are learned embeddings added to
     the embedded input. Every layer is a :class:`~mha_lib.layers.MultiHeadAttention` with
-    ``head_dim`` (``head_dim=d_model`` gives wide heads), or with ``chunked=True`` a
+    ``head_dim`` and ``value_dim`` (``head_dim=d_model`` gives wide heads), or with ``chunked=True`` a
     :class:`~mha_lib.layers.ChunkedAttention`.
     """
 
-    def __init__(self, d_in, d_out, *, d_model, num_heads, seq_len, num_layers=1, head_dim=None, chunked=False):
+    def __init__(
+        self, d_in, d_out, *, d_model, num_heads, seq_len, num_layers=1, head_dim=None, value_dim=None, chunked=False
+    ):
         super().__init__()
         for name, value in (("d_in", d_in), ("d_out", d_out), ("seq_len", seq_len), ("num_layers", num_layers)):
             check_positive_int(name, value)
-        if chunked and head_dim is not None:
-            raise ValueError("chunked layers fix head_dim = d_model / num_heads; leave head_dim unset")
+        if chunked and (head_dim is not None or value_dim is not None):
+            raise ValueError("chunked layers fix head_dim = value_dim = d_model / num_heads; leave both unset")
         self.embed = nn.Linear(d_in, d_model)
         self.position = nn.Parameter(torch.randn(seq_len, d_model) / d_model**0.5)
         def layer():
             if chunked:
                 return ChunkedAttention(d_model, num_heads)
-            return MultiHeadAttention(d_model, num_heads, head_dim=head_dim)
+            return MultiHeadAttention(d_model, num_heads, head_dim=head_dim, value_dim=value_dim)
 
         self.layers = nn.ModuleList(layer() for _ in range(num_layers))
         self.readout = nn.Linear(d_model, d_out)

@@ -8,7 +8,7 @@ about 7.5 inches is shrunk to the column, and its type with it: prefer several n
 
 import matplotlib
 import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 BOOK_STYLE = {
     "figure.figsize": (6.4, 4.0),
@@ -160,7 +160,10 @@ LAYER_STYLES = {
 }
 
 
-def quality_vs_cost(records, *, axes=None, title=None, costs=(("params", "attention parameters"), ("flops", "attention FLOPs per sequence"))):
+COSTS = (("params", "attention parameters"), ("flops", "attention FLOPs per sequence"))
+
+
+def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
     """Median loss over seeds against cost, one panel per cost, one point per layer (Chapter 5).
 
     ``records``: dicts with ``kind``, ``heads``, ``head_size``, ``params``, ``flops`` and ``loss``
@@ -188,15 +191,23 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=(("params", "attent
             ax.plot(x, median, linestyle="none", markersize=8 if kind in LAYER_STYLES else 7, **style)
             if kind in LAYER_STYLES:
                 families.setdefault(kind, []).append((x, median))
-                ax.annotate(f"{heads}", (x, median), textcoords="offset points", xytext=(5, 4), fontsize=9, color=style["color"])
+                ax.annotate(
+                    f"{heads}", (x, median), textcoords="offset points", xytext=(5, 4), fontsize=9, color=style["color"]
+                )
             else:
-                ax.annotate(f"{heads}x{head_size}", (x, median), textcoords="offset points", xytext=(4, -10), fontsize=7, color="0.45")
+                ax.annotate(
+                    f"{heads}x{head_size}", (x, median), textcoords="offset points", xytext=(4, -10), fontsize=8,
+                    color="0.4",
+                )  # fmt: skip
         for kind, points in families.items():
             points.sort()
-            ax.plot(*zip(*points), color=LAYER_STYLES[kind]["color"], alpha=0.6, label=kind)
+            ax.plot(*zip(*points), color=LAYER_STYLES[kind]["color"], alpha=0.6)
+        for kind, style in LAYER_STYLES.items():  # legend entries, also for kinds absent from this panel
+            ax.plot([], [], linestyle="-", alpha=0.8, label=f"{kind} (label: heads)", **style)
         ax.plot([], [], linestyle="none", marker=".", color="0.6", label="other (heads x head size)")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short log axes
         ax.set_xlabel(label)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("loss / target variance (median over seeds)")

@@ -1,4 +1,10 @@
-"""Synthetic tasks whose answers need attention to several places (Chapters 4 and 5)."""
+"""Synthetic tasks whose answers need attention to several places (Chapters 4 and 5).
+
+Every task has the same interface: ``sample(batch, *, generator, device)`` returns ``(x, target)``
+with targets for positions ``first`` to ``seq_len - 1``, and ``d_in``, ``d_out``, ``seq_len``
+size the model, so training and evaluation treat all tasks alike. Targets are standard normal,
+so the mean squared error is the error as a fraction of the target variance.
+"""
 
 from dataclasses import dataclass
 
@@ -52,4 +58,65 @@ class OffsetCopy:
         positions = torch.arange(self.first, self.seq_len)
         # one (batch, seq_len - first, d_in) slice per offset, side by side
         target = torch.cat([x[:, positions - offset] for offset in self.offsets], dim=-1)
+        return x.to(device), target.to(device)
+
+
+@dataclass(frozen=True)
+class AssociativeRecall:
+    """Read ``num_pairs`` (key, value) pairs, then answer ``num_queries`` of the keys with their values.
+
+    Keys are random directions in ``d_key`` dimensions (scaled to length ``sqrt(d_key)``), fresh
+    in every sequence; values are standard normal vectors of ``d_value`` entries. Positions
+    ``0 .. num_pairs - 1`` hold ``[key; value]``, the next ``num_queries`` positions hold
+    ``[key; 0]`` for stored keys, each asked once, and the target there is the value stored with
+    that key. To answer, a head must compare its query with every stored key; a head whose
+    query-key size is below ``d_key`` sees only a projection of the keys and confuses some.
+    """
+
+    d_key: int = 8
+    d_value: int = 4
+    num_pairs: int = 8
+    num_queries: int = 8
+
+    def __post_init__(self):
+        for name in ("d_key", "d_value", "num_pairs", "num_queries"):
+            check_positive_int(name, getattr(self, name))
+        if self.num_queries > self.num_pairs:
+            raise ValueError(
+                f"num_queries={self.num_queries} must not exceed num_pairs={self.num_pairs}: "
+                "each stored key is asked once"
+            )
+
+    @property
+    def seq_len(self):
+        return self.num_pairs + self.num_queries
+
+    @property
+    def first(self):
+        """First position that has a target: the first query."""
+        return self.num_pairs
+
+    @property
+    def d_in(self):
+        return self.d_key + self.d_value
+
+    @property
+    def d_out(self):
+        return self.d_value
+
+    def sample(self, batch, *, generator=None, device=None):
+        """``(x (batch, seq_len, d_key + d_value), target (batch, num_queries, d_value))``.
+
+        Drawn on the CPU from ``generator`` and then moved, so a seed gives the same data on
+        every device.
+        """
+        check_positive_int("batch", batch)
+        keys = torch.randn(batch, self.num_pairs, self.d_key, generator=generator)
+        keys = keys * (self.d_key**0.5 / keys.norm(dim=-1, keepdim=True))  # (batch, pairs, d_key)
+        values = torch.randn(batch, self.num_pairs, self.d_value, generator=generator)
+        asked = torch.rand(batch, self.num_pairs, generator=generator).argsort(-1)[:, : self.num_queries]
+        queries = keys.gather(1, asked[..., None].expand(-1, -1, self.d_key))  # (batch, queries, d_key)
+        target = values.gather(1, asked[..., None].expand(-1, -1, self.d_value))  # (batch, queries, d_value)
+        no_value = torch.zeros(batch, self.num_queries, self.d_value)
+        x = torch.cat([torch.cat([keys, values], -1), torch.cat([queries, no_value], -1)], 1)  # (batch, seq, d_in)
         return x.to(device), target.to(device)

@@ -91,3 +91,19 @@ def test_chunked_layer_formula_and_flops(d_model, num_heads, bias):
     assert counter.get_total_flops() == mha_lib.attention_flops(d_model, num_heads, 10, chunked=True)["total"]
     with pytest.raises(ValueError, match="chunked layer fixes head_dim"):
         mha_lib.parameter_count(d_model, num_heads, head_dim=4, chunked=True)
+
+
+@pytest.mark.parametrize("head_dim,value_dim", [(2, 32), (32, 4), (8, 3)])
+def test_value_dim_formula_and_flops_match_real_modules(head_dim, value_dim):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    layer = mha_lib.MultiHeadAttention(32, 4, head_dim=head_dim, value_dim=value_dim)
+    formula = mha_lib.parameter_count(32, 4, head_dim=head_dim, value_dim=value_dim)
+    assert formula == mha_lib.count_trainable(layer)
+    with FlopCounterMode(display=False) as counter:
+        layer(torch.randn(1, 10, 32), need_weights=True)
+    flops = mha_lib.attention_flops(32, 4, 10, head_dim=head_dim, value_dim=value_dim)
+    assert counter.get_total_flops() == flops["total"]
+    assert flops["mixing"] == 2 * 4 * 10 * 10 * value_dim
+    with pytest.raises(ValueError, match="chunked layer fixes"):
+        mha_lib.parameter_count(32, 4, value_dim=8, chunked=True)

@@ -26,8 +26,9 @@ TOLERANCE = 1e-4
         (CHAPTER_5, dict(d_model=32, num_heads=8), 1e-2),
         (CHAPTER_5, dict(d_model=32, num_heads=8, head_dim=32), 1e-2),
         (CHAPTER_5, dict(d_model=32, num_heads=8, chunked=True), 1e-2),
+        (CHAPTER_5, dict(d_model=32, num_heads=16, head_dim=8, value_dim=2), 1e-2),
     ],
-    ids=["chapter4", "chapter4-two-layers", "chapter5", "chapter5-wide", "chapter5-chunked"],
+    ids=["chapter4", "chapter4-two-layers", "chapter5", "chapter5-wide", "chapter5-chunked", "chapter5-value-dim"],
 )
 def test_members_match_one_at_a_time_runs(task, sizes, lr):
     seeds, steps = [3, 0], 15

@@ -115,18 +115,22 @@ def test_head_mask_scales_each_head_and_is_differentiable():
     torch.testing.assert_close(ones, ours(x)[0])
 
 
-@pytest.mark.parametrize("num_heads,head_dim,num_kv_heads", [(4, 8, 2), (4, 8, 1), (2, 32, None), (3, 5, None)])
-def test_variants_equal_an_explicit_computation(num_heads, head_dim, num_kv_heads):
-    """Wide, custom and grouped-query layers against attention written out head by head."""
+@pytest.mark.parametrize(
+    "num_heads,head_dim,value_dim,num_kv_heads",
+    [(4, 8, None, 2), (4, 8, None, 1), (2, 32, None, None), (3, 5, None, None),
+     (4, 2, 32, None), (4, 32, 8, None), (4, 8, 3, 2)],
+)  # fmt: skip
+def test_variants_equal_an_explicit_computation(num_heads, head_dim, value_dim, num_kv_heads):
+    """Wide, custom, grouped-query and value-sized layers against attention written out head by head."""
     torch.manual_seed(0)
-    layer = mha_lib.MultiHeadAttention(32, num_heads, head_dim=head_dim, num_kv_heads=num_kv_heads)
-    kv_heads = num_kv_heads or num_heads
+    layer = mha_lib.MultiHeadAttention(32, num_heads, head_dim=head_dim, value_dim=value_dim, num_kv_heads=num_kv_heads)
+    kv_heads, value_size = num_kv_heads or num_heads, value_dim or head_dim
     x = torch.randn(2, 7, 32)
     got, weights = layer(x, need_weights=True)
     fast, _ = layer(x)
     q = layer.q_proj(x).view(2, 7, num_heads, head_dim)
     k = layer.k_proj(x).view(2, 7, kv_heads, head_dim)
-    v = layer.v_proj(x).view(2, 7, kv_heads, head_dim)
+    v = layer.v_proj(x).view(2, 7, kv_heads, value_size)
     outputs = []
     for head in range(num_heads):
         kv = head // (num_heads // kv_heads)  # the key/value head this query head shares
@@ -249,3 +253,17 @@ def test_a_chunked_head_reads_only_its_own_chunk():
         mha_lib.ChunkedAttention(10, 4)
     with pytest.raises(ValueError, match="feature size 8"):
         chunked(torch.randn(1, 5, 8))
+
+
+def test_value_dim_defaults_to_head_dim_and_is_checked():
+    layer = mha_lib.MultiHeadAttention(16, 4)
+    assert layer.value_dim == layer.head_dim == 4 and "value_dim" not in layer.extra_repr()
+    sized = mha_lib.MultiHeadAttention(16, 4, head_dim=16, value_dim=4)
+    assert sized.v_proj.weight.shape == (16, 16) and sized.out_proj.weight.shape == (16, 16)
+    assert "value_dim=4" in sized.extra_repr()
+    with pytest.raises(ValueError, match="value_dim"):
+        mha_lib.MultiHeadAttention(16, 4, value_dim=0)
+    with pytest.raises(ValueError, match="value_dim == head_dim"):
+        mha_lib.to_per_head(sized)
+    with pytest.raises(ValueError, match="standard layer"):
+        mha_lib.to_torch(mha_lib.MultiHeadAttention(16, 4, value_dim=8))

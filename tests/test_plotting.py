@@ -28,3 +28,24 @@ def test_the_book_style_fits_the_column_with_type_as_large_as_the_text():
     assert matplotlib.rcParams["xtick.labelsize"] * points_to_px >= 14, "tick labels smaller than 14 px"
     ax = plotting.line_chart({"a": ([1, 2, 4], [3, 2, 1])}, xlabel="h", ylabel="y", logx=True)
     assert ax.xaxis.label.get_fontsize() == matplotlib.rcParams["axes.labelsize"]
+
+
+def test_quality_vs_cost_draws_one_point_per_layer_and_a_table_renders():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mha_lib.plotting import markdown_table, quality_vs_cost
+
+    records = [
+        dict(kind=kind, heads=heads, head_size=size, params=params, flops=10 * params, loss=loss)
+        for kind, heads, size, params in (("standard", 4, 8, 100), ("wide", 4, 32, 400), ("other", 4, 16, 200))
+        for loss in (0.1, 0.2, 0.3)
+    ]
+    axes = quality_vs_cost(records)
+    assert len(axes) == 2
+    points = [line for line in axes[0].lines if line.get_linestyle() == "None" and len(line.get_xdata()) == 1]
+    medians = [line.get_ydata()[0] for line in points]
+    assert medians == pytest.approx([0.2, 0.2, 0.2]), "one median point per layer"
+    table = markdown_table(["a", "b"], [[1, 2], [3, 4]]).data
+    assert table.splitlines() == ["| a | b |", "|---|---|", "| 1 | 2 |", "| 3 | 4 |"]
