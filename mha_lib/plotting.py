@@ -1,7 +1,36 @@
-"""Figures shared by the chapters. Imports matplotlib itself, so ``import mha_lib`` stays light."""
+"""Figures shared by the chapters. Imports matplotlib itself, so ``import mha_lib`` stays light.
 
+Importing this module sets the book's figure style (:func:`use_book_style`): a figure of the
+default size, 6.4 inches at 100 dpi, fills most of the book's 750-pixel text column at its
+natural size, and its type is then about as large as the text around it. A figure wider than
+about 7.5 inches is shrunk to the column, and its type with it: prefer several narrower figures.
+"""
+
+import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, NullFormatter
+
+BOOK_STYLE = {
+    "figure.figsize": (6.4, 4.0),
+    "figure.dpi": 100,
+    "font.size": 12,
+    "axes.titlesize": 12,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 11,
+    "ytick.labelsize": 11,
+    "legend.fontsize": 11,
+    "figure.titlesize": 13,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def use_book_style():
+    """Set matplotlib's defaults to the book's figure style (done once, when this module is imported)."""
+    matplotlib.rcParams.update(BOOK_STYLE)
+
+
+use_book_style()
 
 
 def line_chart(series, *, xlabel, ylabel, title=None, logx=False, logy=False, ax=None, markers=None):
@@ -56,12 +85,12 @@ def head_ownership(layer, axes=None):
         axes[0].axhline(boundary - 0.5, color="black", linewidth=1.5)
     axes[0].set_yticks([width / 2, 1.5 * width, 2.5 * width], ["$W^Q$", "$W^K$", "$W^V$"])
     axes[0].set_xlabel("input feature (all of x)")
-    axes[0].set_title("q/k/v projection: rows owned by head i", fontsize=10)
+    axes[0].set_title("q/k/v projection: rows owned by head i", fontsize="small")
     columns = np.arange(width) // layer.head_dim
     axes[1].imshow(painted(out_proj, np.broadcast_to(columns[None, :], out_proj.shape)), aspect="auto")
     axes[1].set_xlabel("concatenated head outputs")
     axes[1].set_ylabel("output feature")
-    axes[1].set_title("$W^O$: columns owned by head i", fontsize=10)
+    axes[1].set_title("$W^O$: columns owned by head i", fontsize="small")
     axes[0].figure.suptitle(f"d_model = {layer.d_model}, {layer.num_heads} heads of size {layer.head_dim}")
     return axes
 
@@ -161,9 +190,9 @@ def matrix_grid(
             ax.set_xticks([])
             ax.set_yticks([])
             if r == 0 and column_labels is not None:
-                ax.set_title(column_labels[c], fontsize=9)
+                ax.set_title(column_labels[c], fontsize="small")
             if c == 0 and row_labels is not None:
-                ax.set_ylabel(row_labels[r], fontsize=9)
+                ax.set_ylabel(row_labels[r], fontsize="small")
     if title:
         figure.suptitle(title)
     figure.tight_layout()
