@@ -4,9 +4,9 @@ The layers need only PyTorch. Each submodule holds one idea: ``attention`` (mask
 attention), ``layers``, ``conversions`` (between layouts), ``counting`` (closed-form costs),
 ``shapes`` and ``checks`` (sizes and input checks), ``heads`` (per-head surgery: copy, remove,
 measure), ``tasks``, ``model``, ``training`` and ``ensemble`` (many seeds at once),
-``analysis`` (attention patterns), ``timing`` and ``memory``, ``low_rank``, ``pretrained``
-and ``plotting``. Plotting and the pretrained loader import their extra dependencies
-themselves, so ``import mha_lib`` stays light.
+``analysis`` (attention patterns), ``timing`` and ``memory``, ``low_rank``, ``pretrained``,
+``relations`` (hand-labelled syntax, heads as classifiers) and ``plotting``. Plotting and the
+pretrained loader import their extra dependencies themselves, so ``import mha_lib`` stays light.
 """
 
 from .conversions import (

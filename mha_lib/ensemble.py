@@ -1,7 +1,7 @@
 """Train one small model per seed, all seeds at once (Chapters 4 and 5).
 
-Our models are so small that a training step is mostly per-call overhead, so ``M`` models in one
-computation cost far less than ``M`` models one after another. Every parameter is stacked into
+Our models are so small that much of a training step is per-call overhead, so ``M`` models in
+one computation cost far less than ``M`` models one after another. Every parameter is stacked into
 one tensor with a leading ``members`` dimension; each linear layer becomes one batched matmul
 with one weight matrix per member, and the members are folded into the batch for attention.
 Members stay independent: each gets the initial weights, data stream and Adam state that

@@ -1,7 +1,36 @@
-"""Figures shared by the chapters. Imports matplotlib itself, so ``import mha_lib`` stays light."""
+"""Figures shared by the chapters. Imports matplotlib itself, so ``import mha_lib`` stays light.
 
+Importing this module sets the book's figure style (:func:`use_book_style`): a figure of the
+default size, 6.4 inches at 100 dpi, fills most of the book's 750-pixel text column at its
+natural size, and its type is then about as large as the text around it. A figure wider than
+about 7.5 inches is shrunk to the column, and its type with it: prefer several narrower figures.
+"""
+
+import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, NullFormatter
+
+BOOK_STYLE = {
+    "figure.figsize": (6.4, 4.0),
+    "figure.dpi": 100,
+    "font.size": 12,
+    "axes.titlesize": 12,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 11,
+    "ytick.labelsize": 11,
+    "legend.fontsize": 11,
+    "figure.titlesize": 13,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def use_book_style():
+    """Set matplotlib's defaults to the book's figure style (done once, when this module is imported)."""
+    matplotlib.rcParams.update(BOOK_STYLE)
+
+
+use_book_style()
 
 
 def line_chart(series, *, xlabel, ylabel, title=None, logx=False, logy=False, ax=None, markers=None):
@@ -56,12 +85,12 @@ def head_ownership(layer, axes=None):
         axes[0].axhline(boundary - 0.5, color="black", linewidth=1.5)
     axes[0].set_yticks([width / 2, 1.5 * width, 2.5 * width], ["$W^Q$", "$W^K$", "$W^V$"])
     axes[0].set_xlabel("input feature (all of x)")
-    axes[0].set_title("q/k/v projection: rows owned by head i", fontsize=10)
+    axes[0].set_title("q/k/v projection: rows owned by head i", fontsize="small")
     columns = np.arange(width) // layer.head_dim
     axes[1].imshow(painted(out_proj, np.broadcast_to(columns[None, :], out_proj.shape)), aspect="auto")
     axes[1].set_xlabel("concatenated head outputs")
     axes[1].set_ylabel("output feature")
-    axes[1].set_title("$W^O$: columns owned by head i", fontsize=10)
+    axes[1].set_title("$W^O$: columns owned by head i", fontsize="small")
     axes[0].figure.suptitle(f"d_model = {layer.d_model}, {layer.num_heads} heads of size {layer.head_dim}")
     return axes
 
@@ -91,28 +120,102 @@ def learning_curves(runs, *, ax=None, title=None, ylabel="loss / target variance
     return ax
 
 
-def attention_grid(weights, *, row_labels=None, column_labels=None, size=1.6, title=None):
-    """Draw attention maps ``(rows, columns, n_query, n_key)`` as a grid of heatmaps (Chapters 4, 6).
+def _ticks(set_ticks, ticks, count):
+    """``ticks``: None (no ticks), labels one per row/column, or ``(positions, labels)``."""
+    if ticks is None:
+        set_ticks([])
+    elif isinstance(ticks, tuple) and len(ticks) == 2:
+        set_ticks(*ticks)
+    else:
+        set_ticks(range(count), ticks)
 
-    Rows are usually layers and columns heads. Returns the figure.
+
+def heatmap(
+    matrix,
+    *,
+    ax=None,
+    title=None,
+    xlabel=None,
+    ylabel=None,
+    xticks=None,
+    yticks=None,
+    vmin=None,
+    vmax=None,
+    cmap="viridis",
+    colorbar=True,
+):
+    """One matrix as a heatmap with a colourbar (distances between heads, per-head scores, kernels).
+
+    ``xticks``/``yticks``: labels one per column/row, ``(positions, labels)``, or None for none.
+    Returns the axes.
     """
-    weights = weights.detach().cpu()
-    rows, columns = weights.shape[:2]
+    matrix = _as_array(matrix, 2, "heatmap", "(rows, columns)")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.2, 4.4))
+    image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    _ticks(ax.set_xticks, xticks, matrix.shape[1])
+    _ticks(ax.set_yticks, yticks, matrix.shape[0])
+    for label, setter in ((title, ax.set_title), (xlabel, ax.set_xlabel), (ylabel, ax.set_ylabel)):
+        if label:
+            setter(label)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, shrink=0.8)
+    return ax
+
+
+def matrix_grid(
+    matrices,
+    *,
+    row_labels=None,
+    column_labels=None,
+    size=1.6,
+    title=None,
+    vmin=0,
+    vmax=1,
+    cmap="viridis",
+    colorbar=False,
+):
+    """Matrices ``(rows, columns, height, width)`` as a grid of heatmaps on one colour scale.
+
+    Rows are usually layers or seeds and columns heads; ``colorbar=True`` adds one shared bar.
+    Returns the figure.
+    """
+    matrices = _as_array(matrices, 4, "matrix_grid", "(rows, columns, height, width)")
+    rows, columns = matrices.shape[:2]
     figure, axes = plt.subplots(rows, columns, figsize=(size * columns, size * rows), squeeze=False)
     for r in range(rows):
         for c in range(columns):
             ax = axes[r, c]
-            ax.imshow(weights[r, c].numpy(), cmap="viridis", vmin=0, vmax=1)
+            image = ax.imshow(matrices[r, c], cmap=cmap, vmin=vmin, vmax=vmax)
             ax.set_xticks([])
             ax.set_yticks([])
             if r == 0 and column_labels is not None:
-                ax.set_title(column_labels[c], fontsize=9)
+                ax.set_title(column_labels[c], fontsize="small")
             if c == 0 and row_labels is not None:
-                ax.set_ylabel(row_labels[r], fontsize=9)
+                ax.set_ylabel(row_labels[r], fontsize="small")
     if title:
         figure.suptitle(title)
     figure.tight_layout()
+    if colorbar:
+        figure.colorbar(image, ax=axes, shrink=0.8)
     return figure
+
+
+def attention_grid(weights, **options):
+    """Attention maps ``(rows, columns, n_query, n_key)``: :func:`matrix_grid` on the scale 0 to 1."""
+    return matrix_grid(weights, vmin=0, vmax=1, **options)
+
+
+def _as_array(values, dims, caller, shape):
+    """A NumPy copy of a tensor or array with ``dims`` axes, for imshow."""
+    import numpy as np
+
+    if hasattr(values, "detach"):
+        values = values.detach().cpu().numpy()
+    values = np.asarray(values, dtype=float)
+    if values.ndim != dims:
+        raise ValueError(f"{caller} expects a {dims}-D array {shape}, got shape {values.shape}")
+    return values
 
 
 def markdown_table(header, rows):

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .checks import check_positive_int
 from .layers import MultiHeadAttention
 from .runtime import pick_device
 
@@ -51,9 +52,9 @@ def verify_weights(path, expected=WEIGHTS_SHA256):
 class EncoderLayer(nn.Module):
     """One BERT layer: attention, add & norm, GELU MLP, add & norm."""
 
-    def __init__(self):
+    def __init__(self, num_heads=NUM_HEADS):
         super().__init__()
-        self.attention = MultiHeadAttention(D_MODEL, NUM_HEADS)
+        self.attention = MultiHeadAttention(D_MODEL, num_heads)
         self.attention_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
         self.mlp_in = nn.Linear(D_MODEL, D_MLP)
         self.mlp_out = nn.Linear(D_MLP, D_MODEL)
@@ -71,14 +72,14 @@ class EncoderLayer(nn.Module):
 class MiniLM(nn.Module):
     """The all-MiniLM-L6-v2 encoder with mha_lib attention; build it with :func:`load_minilm`."""
 
-    def __init__(self, tokenizer):
+    def __init__(self, tokenizer, num_heads=NUM_HEADS):
         super().__init__()
         self.tokenizer = tokenizer
         self.word_embeddings = nn.Embedding(30522, D_MODEL)
         self.position_embeddings = nn.Embedding(512, D_MODEL)
         self.token_type_embeddings = nn.Embedding(2, D_MODEL)
         self.embedding_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
-        self.layers = nn.ModuleList(EncoderLayer() for _ in range(NUM_LAYERS))
+        self.layers = nn.ModuleList(EncoderLayer(num_heads) for _ in range(NUM_LAYERS))
 
     @property
     def head_shape(self):
@@ -89,11 +90,30 @@ class MiniLM(nn.Module):
     def device(self):
         return self.word_embeddings.weight.device
 
+    def with_num_heads(self, num_heads):
+        """A copy whose attention layers split the *same* trained weights into ``num_heads`` heads.
+
+        Every tensor is loaded unchanged; only the split changes (heads of ``384 // num_heads``,
+        each with its own softmax and scale ``1/sqrt(head_dim)``), so the copy computes a
+        different function from the same parameters. ``num_heads`` must divide 384.
+        """
+        copy = MiniLM(self.tokenizer, num_heads)
+        copy.load_state_dict(self.state_dict())
+        return copy.to(self.device).eval()
+
+    def _encodings(self, sentences):
+        """Tokenizer encodings of ``sentences``: all strings, or all lists of words already split."""
+        if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)) or not sentences:
+            raise TypeError("sentences must be a non-empty list of strings (or of lists of words)")
+        if all(isinstance(s, str) for s in sentences):
+            return self.tokenizer.encode_batch(list(sentences))
+        if all(isinstance(s, (list, tuple)) and s and all(isinstance(w, str) for w in s) for s in sentences):
+            return self.tokenizer.encode_batch([list(s) for s in sentences], is_pretokenized=True)
+        raise TypeError("sentences must be a non-empty list of strings, or of non-empty lists of words")
+
     def tokenize(self, sentences):
         """``(input_ids, attention_mask)``, each ``(n_sentences, longest)``; 1 marks real tokens."""
-        if isinstance(sentences, str) or not all(isinstance(s, str) for s in sentences) or not sentences:
-            raise TypeError("sentences must be a non-empty list of strings")
-        encodings = self.tokenizer.encode_batch(list(sentences))
+        encodings = self._encodings(sentences)
         ids = torch.tensor([e.ids for e in encodings], device=self.device)
         mask = torch.tensor([e.attention_mask for e in encodings], device=self.device)
         return ids, mask
@@ -123,12 +143,20 @@ class MiniLM(nn.Module):
         return hidden, all_weights if need_weights else None
 
     @torch.no_grad()
-    def encode(self, sentences, *, head_mask=None):
-        """Sentence embeddings ``(n, 384)``: mean over real tokens, L2-normalised."""
+    def encode(self, sentences, *, head_mask=None, batch_size=12):
+        """Sentence embeddings ``(n, 384)``: mean over real tokens, L2-normalised.
+
+        Sentences of similar length are run together, ``batch_size`` at a time, so that little
+        time goes into padding (padded keys get no attention: the embeddings do not change).
+        """
         ids, mask = self.tokenize(sentences)
-        hidden, _ = self(ids, mask, head_mask=head_mask)
-        weights = mask.unsqueeze(-1).to(hidden.dtype)  # (batch, n, 1)
-        pooled = (hidden * weights).sum(1) / weights.sum(1).clamp_min(1e-9)
+        lengths = mask.sum(1)
+        pooled = torch.empty(len(ids), D_MODEL, device=self.device)
+        for batch in lengths.argsort().split(check_positive_int("batch_size", batch_size)):
+            n = int(lengths[batch].max())
+            hidden, _ = self(ids[batch, :n], mask[batch, :n], head_mask=head_mask)
+            weights = mask[batch, :n].unsqueeze(-1).to(hidden.dtype)  # (batch, n, 1)
+            pooled[batch] = (hidden * weights).sum(1) / weights.sum(1).clamp_min(1e-9)
         return nn.functional.normalize(pooled, dim=-1)
 
     @torch.no_grad()
@@ -136,10 +164,28 @@ class MiniLM(nn.Module):
         """``(tokens, weights (layers, heads, n, n))`` for one sentence."""
         if not isinstance(sentence, str):
             raise TypeError(f"attention_maps takes one sentence (a str), got {type(sentence).__name__}")
-        ids, mask = self.tokenize([sentence])
+        tokens, _, weights = self.batch_attention_maps([sentence])[0]
+        return tokens, weights
+
+    @torch.no_grad()
+    def batch_attention_maps(self, sentences):
+        """Attention of many sentences in one padded forward pass: a list of ``(tokens, word_ids, weights)``.
+
+        ``weights`` is ``(layers, heads, n, n)`` over the sentence's own ``n`` tokens (padding
+        cut off; padded keys get no attention, so the maps equal those of the sentence alone).
+        ``word_ids`` gives each token's word (``None`` for [CLS] and [SEP]); for sentences given
+        as lists of words it indexes those lists.
+        """
+        encodings = self._encodings(sentences)
+        ids = torch.tensor([e.ids for e in encodings], device=self.device)
+        mask = torch.tensor([e.attention_mask for e in encodings], device=self.device)
         _, weights = self(ids, mask, need_weights=True)
-        tokens = self.tokenizer.encode(sentence).tokens
-        return tokens, torch.cat(weights).cpu()  # (layers, heads, n, n)
+        weights = torch.stack(weights, dim=1).cpu()  # (batch, layers, heads, longest, longest)
+        maps = []
+        for index, encoding in enumerate(encodings):
+            n = sum(encoding.attention_mask)
+            maps.append((encoding.tokens[:n], encoding.word_ids[:n], weights[index, :, :, :n, :n]))
+        return maps
 
 
 def _bert_names(index):

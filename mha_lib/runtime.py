@@ -1,4 +1,4 @@
-"""Device choice and seeding for notebooks (every chapter's first cell)."""
+"""What every notebook needs around its experiments: a device, seeds, and numbers for the book."""
 
 import os
 import random
@@ -34,3 +34,17 @@ def seed_everything(seed):
     except ImportError:
         pass
     return seed
+
+
+def glue(name, value, display=False):
+    """Hand ``value`` to the book's pages under ``name`` (myst-nb's glue) and return it.
+
+    The answers page pastes these values, so its numbers come from the notebooks. Where myst-nb
+    is not installed (Colab, a bare Jupyter) there is no book to hand them to, and this does nothing.
+    """
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return value
+    myst_glue(name, value, display=display)
+    return value

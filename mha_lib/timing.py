@@ -5,6 +5,8 @@ import time
 
 import torch
 
+from .checks import check_positive_int
+
 
 def synchronize(device):
     """Wait for queued GPU work, so that a timer measures the work and not its launch."""
@@ -33,19 +35,27 @@ def summarize(times):
     return median, q1, q3
 
 
-def time_interleaved(layers, x, *, repeats=20, warmup=3):
+def time_interleaved(layers, x, *, repeats=20, warmup=3, threads=None):
     """Seconds per forward+backward for each of ``{name: layer}``, measured round-robin.
 
     Each repeat times every layer once, in alternating order, so that a change in machine load
-    hits all layers alike instead of biasing whichever was measured at the time.
+    hits all layers alike instead of biasing whichever was measured at the time. ``threads``
+    sets PyTorch's CPU thread count while timing (restored afterwards): on a shared machine one
+    thread keeps the ratios between layers steady, where threads that wait for each other do not.
     """
+    previous = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(check_positive_int("threads", threads))
     times = {name: [] for name in layers}
-    for step in range(warmup + repeats):
-        order = list(layers.items())
-        if step % 2:
-            order.reverse()
-        for name, layer in order:
-            elapsed = seconds(lambda layer=layer: forward_backward(layer, x), x.device)
-            if step >= warmup:
-                times[name].append(elapsed)
+    try:
+        for step in range(warmup + repeats):
+            order = list(layers.items())
+            if step % 2:
+                order.reverse()
+            for name, layer in order:
+                elapsed = seconds(lambda layer=layer: forward_backward(layer, x), x.device)
+                if step >= warmup:
+                    times[name].append(elapsed)
+    finally:
+        torch.set_num_threads(previous)
     return times

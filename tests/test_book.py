@@ -111,3 +111,13 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
         assert "https://github.com/someone/fork" in text and old not in text
     with pytest.raises(ValueError):
         set_repository("not a url", root=tmp_path)
+
+
+def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
+    lines = [line.split("#")[0].strip() for line in (ROOT / "binder" / "requirements.txt").read_text().splitlines()]
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines, "Binder would fetch CUDA PyTorch"
+    torch_lines = [line for line in lines if re.match(r"torch\b", line)]
+    assert torch_lines and all(re.fullmatch(r"torch==[\d.]+\+cpu", line) for line in torch_lines), torch_lines
+    assert "-e .[plot,pretrained]" in lines, "Binder must install mha_lib with what the notebooks import"
+    extras = re.findall(r"^(\w+) = \[", (ROOT / "pyproject.toml").read_text(), flags=re.MULTILINE)
+    assert {"plot", "pretrained"} <= set(extras), f"pyproject.toml's extras are {extras}"

@@ -1,18 +1,23 @@
 """Open every page of the built book in headless Chromium, as a reader would.
 
 Checks that images load, internal links resolve, chapter pages show their questions and
-figures, the search page finds things, and no page throws a script error (requests to other
-hosts are blocked here and not counted). Saves a screenshot of each page in
-``_build/screenshots``. Skipped, with the reason, when Playwright or Chromium is missing.
+figures, the search page finds things, and no page throws a script error; that no page asks
+another host for anything (the book works offline), the math is typeset, every control of an
+interactive figure redraws it, and the PDF of the book holds every chapter. Saves a screenshot
+of each page in ``_build/screenshots``. Skipped, with the reason, when Playwright or Chromium
+is missing.
 """
 
 import functools
 import http.server
+import json
 import shutil
 import threading
+import unicodedata
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
+from support import ROOT
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -57,34 +62,84 @@ def pages(html_root):
     )
 
 
+TYPESET = "async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }"
+FIGURES_DRAWN = "() => [...document.querySelectorAll('.mha-interactive')].every(e => e.querySelector('svg'))"
+
+
 def visit(browser, url, screenshot=None):
-    """Open ``url``; returns (page, script errors). Requests to other hosts are aborted."""
+    """Open ``url`` and wait for the math and the figures; returns (page, script errors).
+
+    Requests to other hosts are aborted, and each one is reported as an error: the book must
+    not need the network.
+    """
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors = []
     local = urlparse(url).netloc
-    page.route("**/*", lambda route: route.continue_() if urlparse(route.request.url).netloc in ("", local)
-               else route.abort())  # fmt: skip
+
+    def only_local(route):
+        if urlparse(route.request.url).netloc in ("", local):
+            return route.continue_()
+        errors.append(f"request to another host: {route.request.url}")
+        return route.abort()
+
+    page.route("**/*", only_local)
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.goto(url, wait_until="load")
+    try:
+        page.evaluate(TYPESET)
+    except sync_api.Error:  # the page redirected (index.html): wait for the next one
+        page.wait_for_load_state("load")
+        page.evaluate(TYPESET)
+    page.wait_for_function(FIGURES_DRAWN, timeout=15000)
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(screenshot), full_page=True)
-    # Failed requests to blocked hosts log "net::ERR_FAILED" console errors; only those are allowed.
-    script_errors = [e for e in errors if "net::ERR_FAILED" not in e and "Failed to load resource" not in e]
-    return page, script_errors
+        page.screenshot(path=str(screenshot), full_page=True, type="jpeg", quality=80)  # JPEG: half the time of PNG
+    # An aborted request also logs "Failed to load resource"; the request itself is reported above.
+    return page, [e for e in errors if "Failed to load resource" not in e]
+
+
+def move_every_control(page, name):
+    """Move each control of each interactive figure on ``page``; fails unless the drawing changes.
+
+    Returns the number of controls moved.
+    """
+    moved = 0
+    for figure in page.query_selector_all(".mha-interactive"):
+        controls = figure.query_selector_all(".vega-bindings input[type=radio], .vega-bindings select")
+        assert controls, f"{name}: an interactive figure without a control"
+        radios = [c for c in controls if c.get_attribute("type") == "radio"]
+        selects = [c for c in controls if c.get_attribute("type") != "radio"]
+        for control in radios[:1] + selects:  # the radio buttons of one control share a name
+            drawing = figure.eval_on_selector("svg", "svg => svg.innerHTML")
+            if control in radios:
+                next(r for r in radios if not r.is_checked()).check()
+            else:
+                options = control.eval_on_selector_all("option", "os => os.map(o => o.value)")
+                control.select_option(next(o for o in options if o != control.input_value()))
+            page.wait_for_function(
+                "([figure, before]) => figure.querySelector('svg').innerHTML !== before", arg=[figure, drawing]
+            )
+            moved += 1
+    return moved
 
 
 def test_every_page_renders_with_images_links_and_no_script_errors(site, browser):
+    """... and its math is typeset and every control of an interactive figure redraws it."""
     base, html_root = site
     all_pages = pages(html_root)
     assert "book/intro.html" in all_pages
-    checked = {"pages": 0, "images": 0, "links": 0}
+    checked = {"pages": 0, "images": 0, "links": 0, "formulas": 0, "controls": 0}
     for name in all_pages:
         url = urljoin(base, name)
-        screenshot = html_root.parent / "screenshots" / name.replace("/", "_").replace(".html", ".png")
+        screenshot = html_root.parent / "screenshots" / name.replace("/", "_").replace(".html", ".jpg")
         page, script_errors = visit(browser, url, screenshot)
-        assert not script_errors, f"{name}: script errors {script_errors}"
+        assert not script_errors, f"{name}: script errors or requests to other hosts {script_errors}"
+        raw_math = page.eval_on_selector_all(".math", "ms => ms.filter(m => !m.querySelector('mjx-container')).length")
+        assert raw_math == 0, f"{name}: {raw_math} formulas left as raw TeX (MathJax did not typeset them)"
+        checked["formulas"] += page.eval_on_selector_all(".math", "ms => ms.length")
+        checked["controls"] += move_every_control(page, name)
+        assert not script_errors, f"{name}: script errors after moving the controls {script_errors}"
         broken = page.eval_on_selector_all(
             "img", "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
         )
@@ -104,7 +159,11 @@ def test_every_page_renders_with_images_links_and_no_script_errors(site, browser
             checked["links"] += 1
         page.close()
         checked["pages"] += 1
-    print(f"checked {checked['pages']} pages, {checked['images']} images, {checked['links']} internal links")
+    print(", ".join(f"{count} {what}" for what, count in checked.items()), "checked")
+    assert checked["formulas"] > 0, "no page has math: the MathJax check checked nothing"
+    notebooks = [json.loads(path.read_text()) for path in sorted((ROOT / "notebooks").glob("*.ipynb"))]
+    figures = sum("mha_lib.interactive" in "".join(cell["source"]) for nb in notebooks for cell in nb["cells"])
+    assert checked["controls"] >= figures >= 3, f"moved {checked['controls']} controls of {figures} interactive figures"
 
 
 def test_chapter_pages_show_questions_answers_and_figures(site, browser):
@@ -115,7 +174,9 @@ def test_chapter_pages_show_questions_answers_and_figures(site, browser):
         page, _ = visit(browser, urljoin(base, name))
         text = page.inner_text("main")
         assert "Questions answered here" in text and "Short answer." in text, f"{name}: no questions or answer"
-        figures = page.eval_on_selector_all("main img", "imgs => imgs.filter(i => i.naturalWidth > 100).length")
+        figures = page.eval_on_selector_all(
+            "main .cell_output img, main .mha-interactive svg", "figs => figs.filter(f => f.clientWidth > 100).length"
+        )
         assert figures >= 1, f"{name}: no figure is visible"
         page.close()
 
@@ -137,3 +198,16 @@ def test_search_finds_a_term(site, browser):
     assert results >= 1, "search found nothing for 'parameters'"
     assert not script_errors, script_errors
     page.close()
+
+
+def test_the_pdf_of_the_book_holds_every_chapter(site):
+    pypdf = pytest.importorskip("pypdf", reason="pypdf is not installed (pip install pypdf)")
+    _, html_root = site
+    pdf = html_root / "mha-answered.pdf"
+    assert pdf.is_file(), "the build wrote no PDF (book/_ext/book_pdf.py)"
+    text = unicodedata.normalize("NFKC", " ".join(page.extract_text() for page in pypdf.PdfReader(pdf).pages))
+    squeezed = "".join(text.split())  # line breaks fall anywhere in a title
+    for chapter in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        title = "".join(json.loads(chapter.read_text())["cells"][0]["source"]).splitlines()[0].lstrip("# ")
+        assert "".join(title.split()) in squeezed, f"the PDF lacks {chapter.stem} ({title!r})"
+    assert "\\frac" not in text and "$$" not in text, "the PDF shows raw TeX"

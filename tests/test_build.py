@@ -31,3 +31,13 @@ def test_chapter_page_shows_its_figures_and_no_errors(built_book, chapter):
         assert (built_book / "notebooks" / source).resolve().is_file(), f"{chapter}: missing image {source}"
     assert "Traceback" not in html, f"{chapter}: an error traceback is shown on the page"
     assert "Short answer." in html
+
+
+def test_the_download_button_offers_each_chapter_executed(built_book):
+    """book/_ext/executed_downloads.py: the notebook behind each page's download button has outputs."""
+    for chapter in CHAPTERS:
+        html = (built_book / "notebooks" / f"{chapter}.html").read_text()
+        assert f'href="../_sources/notebooks/{chapter}.ipynb"' in html, f"{chapter}: no download of the notebook"
+        download = json.loads((built_book / "_sources" / "notebooks" / f"{chapter}.ipynb").read_text())
+        outputs = sum(len(cell.get("outputs", [])) for cell in download["cells"] if cell["cell_type"] == "code")
+        assert outputs > 0, f"{chapter}: the download is the notebook without outputs"

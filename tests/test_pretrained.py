@@ -98,3 +98,39 @@ def test_bad_input(model):
         model.encode("one string, not a list")
     with pytest.raises(TypeError):
         model.attention_maps(["a list"])
+
+
+def test_with_num_heads_loads_the_same_tensors_into_another_split(model):
+    same = model.with_num_heads(12)
+    torch.testing.assert_close(same.encode(SENTENCES), model.encode(SENTENCES), atol=1e-6, rtol=0)
+    six = model.with_num_heads(6)
+    assert six.head_shape == (6, 6) and six.layers[0].attention.head_dim == 64
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(six.state_dict()[name], tensor), f"{name} changed"
+    cosine = (six.encode(SENTENCES) * model.encode(SENTENCES)).sum(-1)
+    assert torch.all(cosine < 0.999), "another head count should compute another function"
+    assert model.head_shape == (6, 12), "the original must stay as it was"
+    with pytest.raises(ValueError, match="384"):
+        model.with_num_heads(5)
+
+
+def test_batch_attention_maps_equal_one_sentence_at_a_time(model):
+    batch = model.batch_attention_maps(SENTENCES)
+    for sentence, (tokens, word_ids, maps) in zip(SENTENCES, batch):
+        alone_tokens, alone = model.attention_maps(sentence)
+        assert tokens == alone_tokens and len(word_ids) == len(tokens)
+        torch.testing.assert_close(maps, alone, atol=1e-5, rtol=0)
+    words = ["The", "sandcastle", "fell", "."]
+    ((tokens, word_ids, maps),) = model.batch_attention_maps([words])
+    assert word_ids[0] is None and word_ids[-1] is None and max(i for i in word_ids if i is not None) == 3
+    assert len(tokens) > len(words) + 2, "sandcastle should be split into word pieces"
+    with pytest.raises(TypeError):
+        model.batch_attention_maps([["a", 1]])
+
+
+def test_encode_in_length_sorted_batches_changes_nothing(model):
+    together = model.encode(SENTENCES, batch_size=len(SENTENCES))
+    for batch_size in (1, 3):
+        torch.testing.assert_close(model.encode(SENTENCES, batch_size=batch_size), together, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        model.encode(SENTENCES, batch_size=0)

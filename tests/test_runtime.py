@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import mha_lib
+import mha_lib.runtime
 
 
 def test_seed_everything_repeats_random_draws_and_checks_its_argument():
@@ -22,3 +23,10 @@ def test_pick_device_honours_the_environment(monkeypatch):
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
             mha_lib.pick_device("cuda")
+
+
+def test_glue_returns_its_value_with_or_without_myst_nb(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "myst_nb", None)  # as on Colab: the import fails
+    assert mha_lib.runtime.glue("x", 1.5) == 1.5
