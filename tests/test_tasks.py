@@ -15,8 +15,9 @@ def test_offset_copy_targets_are_the_earlier_inputs():
         assert torch.equal(target[:, row, 4:], x[:, t - 3])
 
 
-def test_offset_copy_is_seeded_and_device_independent():
-    task = OffsetCopy()
+@pytest.mark.parametrize("make_task", [OffsetCopy, AssociativeRecall])
+def test_tasks_are_seeded_and_device_independent(make_task):
+    task = make_task()
     a = task.sample(3, generator=torch.Generator().manual_seed(1))
     b = task.sample(3, generator=torch.Generator().manual_seed(1), device="cpu")
     assert all(torch.equal(u, v) for u, v in zip(a, b))
@@ -60,13 +61,6 @@ def test_associative_recall_answers_each_query_with_its_stored_value():
 def test_associative_recall_targets_have_unit_variance():
     _, target = AssociativeRecall().sample(2048, generator=torch.Generator().manual_seed(1))
     assert abs(target.var().item() - 1) < 0.05, "MSE should read as a fraction of the target variance"
-
-
-def test_associative_recall_is_seeded_and_device_independent():
-    task = AssociativeRecall()
-    a = task.sample(3, generator=torch.Generator().manual_seed(2))
-    b = task.sample(3, generator=torch.Generator().manual_seed(2), device="cpu")
-    assert all(torch.equal(u, v) for u, v in zip(a, b))
 
 
 @pytest.mark.parametrize(
