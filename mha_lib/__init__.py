@@ -1,12 +1,37 @@
 """mha_lib: the shared library of *Multi-Head Attention, Answered*.
 
-The layers need only PyTorch. Each submodule holds one idea: ``attention`` (masked softmax
-attention), ``layers``, ``conversions`` (between layouts), ``counting`` (closed-form costs),
-``shapes`` and ``checks`` (sizes and input checks), ``heads`` (per-head surgery: copy, remove,
-measure), ``tasks``, ``model``, ``training`` and ``ensemble`` (many seeds at once),
-``analysis`` (attention patterns), ``timing`` and ``memory``, ``low_rank``, ``pretrained``,
-``relations`` (hand-labelled syntax, heads as classifiers) and ``plotting``. Plotting and the
-pretrained loader import their extra dependencies themselves, so ``import mha_lib`` stays light.
+One idea per module:
+
+- ``spec``: one description of an attention layer; its module, parameters,
+  FLOPs, memory.
+- ``attention``: masked softmax attention over heads, shared by every layer.
+- ``stacking``: several models of one architecture run as one (parameters
+  stacked).
+- ``layers``: the fused, chunked and per-head attention layers.
+- ``conversions``: weights between PyTorch's layer, ours and one module per
+  head.
+- ``counting``: parameter and FLOP counts, from the formula and on real
+  modules.
+- ``memory``: the activations a layer keeps for backward, formula and
+  measurement.
+- ``timing``: wall-clock timing that is honest on CPU and GPU.
+- ``checks``: input checks with messages that say what was expected.
+- ``runtime``: the device and the seeds.
+- ``report``: what a chapter reports to the book (glued numbers, checked
+  claims).
+- ``tasks``: synthetic tasks; ``model``: the small attention-only model.
+- ``training``: training and evaluation, one model or many seeds together.
+- ``heads``: per-head weight surgery; ``ablation``: removing heads and scoring
+  them.
+- ``analysis``: output differences, attention distances, offset profiles.
+- ``low_rank``: the rank bound of one head's attention pattern.
+- ``language_model``: a character-level decoder on real text.
+- ``pretrained``: all-MiniLM-L6-v2 rebuilt from these layers.
+- ``relations``: heads against syntax on a gold treebank (Clark et al. 2019).
+- ``plotting`` and ``interactive``: the book's static and interactive figures.
+
+Plotting and the pretrained loader import their extra dependencies themselves,
+so ``import mha_lib`` stays light.
 """
 
 from .conversions import (
@@ -18,12 +43,18 @@ from .conversions import (
     to_torch,
 )
 from .counting import attention_flops, count_trainable, parameter_count
-from .layers import AttentionHead, ChunkedAttention, MultiHeadAttention, PerHeadAttention
+from .layers import (
+    AttentionHead,
+    ChunkedAttention,
+    MultiHeadAttention,
+    PerHeadAttention,
+)
 from .runtime import pick_device, seed_everything
-from .shapes import resolve_heads
+from .spec import AttentionSpec, resolve_heads
 
 __all__ = [
     "AttentionHead",
+    "AttentionSpec",
     "ChunkedAttention",
     "MultiHeadAttention",
     "PerHeadAttention",
@@ -40,4 +71,4 @@ __all__ = [
     "to_per_head",
     "to_torch",
 ]
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -1,13 +1,16 @@
-"""Input checks shared by the library: every bad argument gets a message that says what was
-wrong and what was expected."""
+"""Input checks shared by the library: every bad argument gets a message that
+says what was wrong and what was expected."""
 
 import torch
 
 
 def check_int(name, value):
-    """Raise ``TypeError`` unless ``value`` is an int (``bool`` is refused); returns it."""
+    """Raise ``TypeError`` unless ``value`` is an int (``bool`` is refused);
+    returns it."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
+        raise TypeError(
+            f"{name} must be an int, got {type(value).__name__} ({value!r})"
+        )
     return value
 
 
@@ -19,21 +22,34 @@ def check_positive_int(name, value):
 
 
 def check_tensor(name, value):
-    """Raise ``TypeError`` unless ``value`` is a ``torch.Tensor``; returns it."""
+    """Raise ``TypeError`` unless ``value`` is a ``torch.Tensor``; returns
+    it."""
     if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+        raise TypeError(
+            f"{name} must be a torch.Tensor, got {type(value).__name__}"
+        )
     return value
 
 
 def check_instance(value, expected, caller):
-    """Raise ``TypeError`` unless ``value`` is an ``expected`` (a class or a tuple of classes)."""
+    """Raise ``TypeError`` unless ``value`` is an ``expected`` (a class or a
+    tuple of classes)."""
     if not isinstance(value, expected):
         classes = expected if isinstance(expected, tuple) else (expected,)
-        names = " or ".join(f"{_home(cls)}.{cls.__qualname__}" for cls in classes)
-        raise TypeError(f"{caller} expects {names}, got {type(value).__name__}")
+        names = " or ".join(
+            f"{_home(cls)}.{cls.__qualname__}" for cls in classes
+        )
+        raise TypeError(
+            f"{caller} expects {names}, got {type(value).__name__}"
+        )
     return value
 
 
 def _home(cls):
-    """Where a reader imports ``cls`` from: ``torch.nn`` or the top-level package."""
-    return "torch.nn" if cls.__module__.startswith("torch.nn") else cls.__module__.split(".")[0]
+    """Where a reader imports ``cls`` from: ``torch.nn`` or the top-level
+    package."""
+    return (
+        "torch.nn"
+        if cls.__module__.startswith("torch.nn")
+        else cls.__module__.split(".")[0]
+    )

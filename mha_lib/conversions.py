@@ -1,9 +1,11 @@
-"""Moving weights between layouts: PyTorch's fused layer, ours, and one module per head (Chapter 2).
+"""Moving weights between layouts: PyTorch's fused layer, ours, and one module
+per head (Chapter 2).
 
-PyTorch stores a Linear weight as (out_features, in_features) and stacks the query, key and
-value projections row-wise in ``in_proj_weight``: rows [q; k; v], each ``d_model`` rows, and
-inside each, head i owns rows ``i*head_dim:(i+1)*head_dim``. The output projection's head i
-block is the *columns* ``i*head_dim:(i+1)*head_dim`` of ``out_proj.weight``.
+PyTorch stores a Linear weight as (out_features, in_features) and stacks the
+query, key and value projections row-wise in ``in_proj_weight``: rows [q; k;
+v], each ``d_model`` rows, and inside each, head i owns rows
+``i*head_dim:(i+1)*head_dim``. The output projection's head i block is the
+*columns* ``i*head_dim:(i+1)*head_dim`` of ``out_proj.weight``.
 """
 
 import torch
@@ -19,21 +21,32 @@ def _copy(target, source):
 
 
 def from_torch(torch_mha):
-    """``nn.MultiheadAttention`` -> ``MultiHeadAttention`` computing the same outputs.
+    """``nn.MultiheadAttention`` -> ``MultiHeadAttention`` computing the same
+    outputs.
 
-    Dropout is not carried over (compare in ``eval()`` mode). Layers with ``kdim``/``vdim``
-    different from ``embed_dim``, ``add_bias_kv`` or ``add_zero_attn`` are refused.
+    Dropout is not carried over (compare in ``eval()`` mode). Layers with
+    ``kdim``/``vdim`` different from ``embed_dim``, ``add_bias_kv`` or
+    ``add_zero_attn`` are refused.
     """
     check_instance(torch_mha, nn.MultiheadAttention, "from_torch")
     if not torch_mha._qkv_same_embed_dim:
-        raise ValueError("from_torch supports only kdim == vdim == embed_dim (one stacked in_proj_weight)")
+        raise ValueError(
+            "from_torch supports only kdim == vdim == embed_dim (one stacked "
+            "in_proj_weight)"
+        )
     if torch_mha.bias_k is not None or torch_mha.add_zero_attn:
-        raise ValueError("from_torch does not support add_bias_kv or add_zero_attn")
+        raise ValueError(
+            "from_torch does not support add_bias_kv or add_zero_attn"
+        )
     d_model, has_bias = torch_mha.embed_dim, torch_mha.in_proj_bias is not None
     weight = torch_mha.in_proj_weight
-    layer = MultiHeadAttention(d_model, torch_mha.num_heads, bias=has_bias).to(weight.device, weight.dtype)
+    layer = MultiHeadAttention(d_model, torch_mha.num_heads, bias=has_bias).to(
+        weight.device, weight.dtype
+    )
     projections = (layer.q_proj, layer.k_proj, layer.v_proj)
-    for proj, rows in zip(projections, weight.chunk(3, dim=0)):  # rows [q; k; v], each (d, d)
+    for proj, rows in zip(
+        projections, weight.chunk(3, dim=0)
+    ):  # rows [q; k; v], each (d, d)
         _copy(proj.weight, rows)
     if has_bias:
         for proj, part in zip(projections, torch_mha.in_proj_bias.chunk(3)):
@@ -44,22 +57,33 @@ def from_torch(torch_mha):
 
 
 def to_torch(layer):
-    """``MultiHeadAttention`` (standard, no GQA) -> ``nn.MultiheadAttention(batch_first=True)``."""
+    """``MultiHeadAttention`` (standard, no GQA) ->
+    ``nn.MultiheadAttention(batch_first=True)``."""
     check_instance(layer, MultiHeadAttention, "to_torch")
-    standard = layer.num_heads * layer.head_dim == layer.d_model and layer.value_dim == layer.head_dim
+    standard = (
+        layer.num_heads * layer.head_dim == layer.d_model
+        and layer.value_dim == layer.head_dim
+    )
     if not standard or layer.num_kv_heads != layer.num_heads:
         raise ValueError(
-            "nn.MultiheadAttention holds only the standard layer (num_heads * head_dim == d_model, "
+            "nn.MultiheadAttention holds only the standard layer (num_heads * "
+            "head_dim == d_model, "
             f"num_kv_heads == num_heads); got {layer.extra_repr()}"
         )
     has_bias = layer.q_proj.bias is not None
     weight = layer.q_proj.weight
     torch_mha = nn.MultiheadAttention(
-        layer.d_model, layer.num_heads, bias=has_bias, batch_first=True,
-        device=weight.device, dtype=weight.dtype,
-    )  # fmt: skip
+        layer.d_model,
+        layer.num_heads,
+        bias=has_bias,
+        batch_first=True,
+        device=weight.device,
+        dtype=weight.dtype,
+    )
     projections = (layer.q_proj, layer.k_proj, layer.v_proj)
-    _copy(torch_mha.in_proj_weight, torch.cat([p.weight for p in projections]))  # (3d, d)
+    _copy(
+        torch_mha.in_proj_weight, torch.cat([p.weight for p in projections])
+    )  # (3d, d)
     _copy(torch_mha.out_proj.weight, layer.out_proj.weight)
     if has_bias:
         _copy(torch_mha.in_proj_bias, torch.cat([p.bias for p in projections]))
@@ -68,30 +92,46 @@ def to_torch(layer):
 
 
 def to_per_head(layer):
-    """``MultiHeadAttention`` -> ``PerHeadAttention`` whose head i holds the i-th weight blocks."""
+    """``MultiHeadAttention`` -> ``PerHeadAttention`` whose head i holds the
+    i-th weight blocks."""
     check_instance(layer, MultiHeadAttention, "to_per_head")
     if layer.num_kv_heads != layer.num_heads:
         raise ValueError(
-            f"to_per_head needs one key/value head per query head; this layer shares "
-            f"{layer.num_kv_heads} key/value heads among {layer.num_heads} query heads"
+            "to_per_head needs one key/value head per query head; this layer "
+            "shares "
+            f"{layer.num_kv_heads} key/value heads among {layer.num_heads} "
+            "query heads"
         )
     if layer.value_dim != layer.head_dim:
         raise ValueError(
-            f"to_per_head needs value_dim == head_dim (AttentionHead has one size); got {layer.extra_repr()}"
+            "to_per_head needs value_dim == head_dim (AttentionHead has one "
+            f"size); got {layer.extra_repr()}"
         )
     has_bias = layer.q_proj.bias is not None
     weight = layer.q_proj.weight
-    per_head = PerHeadAttention(layer.d_model, layer.num_heads, head_dim=layer.head_dim, bias=has_bias)
+    per_head = PerHeadAttention(
+        layer.d_model, layer.num_heads, head_dim=layer.head_dim, bias=has_bias
+    )
     per_head = per_head.to(weight.device, weight.dtype)
     for name in ("q_proj", "k_proj", "v_proj"):
         fused = getattr(layer, name)
-        weight_blocks = fused.weight.split(layer.head_dim, dim=0)  # head_dim rows per head
-        bias_blocks = fused.bias.split(layer.head_dim) if has_bias else [None] * layer.num_heads
-        for head, weight_block, bias_block in zip(per_head.heads, weight_blocks, bias_blocks):
+        weight_blocks = fused.weight.split(
+            layer.head_dim, dim=0
+        )  # head_dim rows per head
+        bias_blocks = (
+            fused.bias.split(layer.head_dim)
+            if has_bias
+            else [None] * layer.num_heads
+        )
+        for head, weight_block, bias_block in zip(
+            per_head.heads, weight_blocks, bias_blocks
+        ):
             _copy(getattr(head, name).weight, weight_block)
             if has_bias:
                 _copy(getattr(head, name).bias, bias_block)
-    out_blocks = layer.out_proj.weight.split(layer.head_dim, dim=1)  # head_dim columns per head
+    out_blocks = layer.out_proj.weight.split(
+        layer.head_dim, dim=1
+    )  # head_dim columns per head
     for head, block in zip(per_head.heads, out_blocks):
         _copy(head.out_proj.weight, block)
     if has_bias:
@@ -100,18 +140,32 @@ def to_per_head(layer):
 
 
 def to_fused(per_head):
-    """``PerHeadAttention`` -> ``MultiHeadAttention``: stack the heads' blocks back into one layer."""
+    """``PerHeadAttention`` -> ``MultiHeadAttention``: stack the heads' blocks
+    back into one layer."""
     check_instance(per_head, PerHeadAttention, "to_fused")
     has_bias = per_head.out_bias is not None
     weight = per_head.heads[0].q_proj.weight
-    layer = MultiHeadAttention(per_head.d_model, per_head.num_heads, head_dim=per_head.head_dim, bias=has_bias)
+    layer = MultiHeadAttention(
+        per_head.d_model,
+        per_head.num_heads,
+        head_dim=per_head.head_dim,
+        bias=has_bias,
+    )
     layer = layer.to(weight.device, weight.dtype)
     for name in ("q_proj", "k_proj", "v_proj"):
         parts = [getattr(head, name) for head in per_head.heads]
-        _copy(getattr(layer, name).weight, torch.cat([p.weight for p in parts], dim=0))
+        _copy(
+            getattr(layer, name).weight,
+            torch.cat([p.weight for p in parts], dim=0),
+        )
         if has_bias:
-            _copy(getattr(layer, name).bias, torch.cat([p.bias for p in parts]))
-    _copy(layer.out_proj.weight, torch.cat([h.out_proj.weight for h in per_head.heads], dim=1))
+            _copy(
+                getattr(layer, name).bias, torch.cat([p.bias for p in parts])
+            )
+    _copy(
+        layer.out_proj.weight,
+        torch.cat([h.out_proj.weight for h in per_head.heads], dim=1),
+    )
     if has_bias:
         _copy(layer.out_proj.bias, per_head.out_bias)
     return layer
@@ -122,26 +176,38 @@ def _check_qkv_rows(tensor, num_heads, name):
     check_positive_int("num_heads", num_heads)
     if tensor.dim() not in (1, 2) or tensor.shape[0] % (3 * num_heads):
         raise ValueError(
-            f"{name} expects a weight (3 * d_model, d_model) or bias (3 * d_model,) whose rows split "
-            f"into 3 * num_heads = {3 * num_heads} equal blocks, got shape {tuple(tensor.shape)}"
+            f"{name} expects a weight (3 * d_model, d_model) or bias (3 * "
+            "d_model,) whose rows split "
+            f"into 3 * num_heads = {3 * num_heads} equal blocks, got shape "
+            f"{tuple(tensor.shape)}"
         )
     return tensor.shape[0] // (3 * num_heads)
 
 
 def interleaved_to_stacked(tensor, num_heads):
-    """Reorder fused q/k/v rows from per-head interleaving to PyTorch's stacking.
+    """Reorder fused q/k/v rows from per-head interleaving to PyTorch's
+    stacking.
 
-    Some codebases order the fused projection's rows head by head, ``[q_0; k_0; v_0; q_1; ...]``;
-    ``nn.MultiheadAttention.in_proj_weight`` stacks ``[q_0; q_1; ...; k_0; ...; v_0; ...]``.
-    Works for the weight (3d, d) and the bias (3d,).
+    Some codebases order the fused projection's rows head by head, ``[q_0; k_0;
+    v_0; q_1; ...]``; ``nn.MultiheadAttention.in_proj_weight`` stacks ``[q_0;
+    q_1; ...; k_0; ...; v_0; ...]``. Works for the weight (3d, d) and the bias
+    (3d,).
     """
     head_dim = _check_qkv_rows(tensor, num_heads, "interleaved_to_stacked")
-    blocks = tensor.reshape(num_heads, 3, head_dim, *tensor.shape[1:])  # (head, qkv, head_dim, ...)
-    return blocks.transpose(0, 1).reshape(tensor.shape)  # (qkv, head, head_dim, ...) flattened
+    blocks = tensor.reshape(
+        num_heads, 3, head_dim, *tensor.shape[1:]
+    )  # (head, qkv, head_dim, ...)
+    return blocks.transpose(0, 1).reshape(
+        tensor.shape
+    )  # (qkv, head, head_dim, ...) flattened
 
 
 def stacked_to_interleaved(tensor, num_heads):
     """The inverse of :func:`interleaved_to_stacked`."""
     head_dim = _check_qkv_rows(tensor, num_heads, "stacked_to_interleaved")
-    blocks = tensor.reshape(3, num_heads, head_dim, *tensor.shape[1:])  # (qkv, head, head_dim, ...)
-    return blocks.transpose(0, 1).reshape(tensor.shape)  # (head, qkv, head_dim, ...) flattened
+    blocks = tensor.reshape(
+        3, num_heads, head_dim, *tensor.shape[1:]
+    )  # (qkv, head, head_dim, ...)
+    return blocks.transpose(0, 1).reshape(
+        tensor.shape
+    )  # (head, qkv, head_dim, ...) flattened

@@ -1,18 +1,21 @@
 """Figures with controls that work on a static page: no kernel, no network.
 
-The notebook computes every state of a figure in advance; the figure is a Vega-Lite
-specification whose controls (a selector, radio buttons) filter that data in the reader's
-browser. A notebook front end that knows the Vega-Lite MIME type (JupyterLab, Notebook 7,
-VS Code) draws it offline; the book draws it with the Vega scripts it serves from its own
-``_static`` folder (``book/_ext/interactive_figures.py``).
+The notebook computes every state of a figure in advance; the figure is a
+Vega-Lite specification whose controls (a selector, radio buttons) filter that
+data in the reader's browser. A notebook front end that knows the Vega-Lite
+MIME type (JupyterLab, Notebook 7, VS Code) draws it offline; the book draws it
+with the Vega scripts it serves from its own ``_static`` folder
+(``book/_ext/interactive_figures.py``).
 
 Usage, for any table of results (one dict per measurement)::
 
-    records = [{"task": "copy", "variant": "wide", "cost": 8.0, "loss": 0.02}, ...]
+    records = [{"task": "copy", "variant": "wide", "cost": 8.0, "loss": 0.02},
+               ...]
     records_chart(records, x="cost", y="loss", color="variant", select="task")
 
-shows ``loss`` against ``cost``, one line per ``variant``, and a drop-down that picks the
-``task``. The y axis keeps one range for every choice, so switching compares like with like.
+shows ``loss`` against ``cost``, one line per ``variant``, and a drop-down that
+picks the ``task``. The y axis keeps one range for every choice, so switching
+compares like with like.
 """
 
 import json
@@ -22,15 +25,27 @@ from numbers import Real
 import numpy as np
 
 MIMETYPE = "application/vnd.vegalite.v5+json"
-SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"  # an identifier: nothing is fetched
+# an identifier: nothing is fetched
+SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 MARKS = ("line", "point", "bar")
 CONTROLS = ("select", "radio")
 # Tableau 10 and two more: neighbouring heads get clearly different colours
 HEAD_COLOURS = [
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-    "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#1b9e77", "#7570b3",
-]  # fmt: skip
-# Type sizes that stay legible at the width of a book page (Vega's defaults are 10-11 px).
+    "#4e79a7",
+    "#f28e2b",
+    "#e15759",
+    "#76b7b2",
+    "#59a14f",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+    "#1b9e77",
+    "#7570b3",
+]
+# Type sizes that stay legible at the width of a book page (Vega's defaults are
+# 10-11 px).
 STYLE = {
     "axis": {"labelFontSize": 12, "titleFontSize": 13},
     "legend": {"labelFontSize": 12, "titleFontSize": 13},
@@ -40,47 +55,82 @@ STYLE = {
 
 
 class Interactive:
-    """A Vega-Lite figure; displaying it in a notebook hands the specification to the front end."""
+    """A Vega-Lite figure; displaying it in a notebook hands the specification
+    to the front end."""
 
     def __init__(self, spec, *, description):
-        # resize: the drawing grows and shrinks with the data a control selects (e.g. more heatmaps)
+        # resize: the drawing grows and shrinks with the data a control selects
+        # (e.g. more heatmaps)
         autosize = {"type": "pad", "resize": True}
         self.spec = {
             "$schema": SCHEMA,
             "description": description,
             "config": STYLE,
             "autosize": autosize,
-            "background": "white",  # black type stays readable when the page is in dark mode
+            # black type stays readable when the page is in dark mode
+            "background": "white",
             **spec,
         }
-        json.dumps(self.spec, allow_nan=False)  # fail here, not in the reader's browser
+        json.dumps(
+            self.spec, allow_nan=False
+        )  # fail here, not in the reader's browser
 
     @property
     def controls(self):
-        """Names of the parameters bound to a control, in the order they are drawn."""
-        return [param["name"] for param in self.spec.get("params", []) if "bind" in param]
+        """Names of the parameters bound to a control, in the order they are
+        drawn."""
+        return [
+            param["name"]
+            for param in self.spec.get("params", [])
+            if "bind" in param
+        ]
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {MIMETYPE: self.spec, "text/plain": f"<interactive figure: {self.spec['description']}>"}
+        return {
+            MIMETYPE: self.spec,
+            "text/plain": f"<interactive figure: {self.spec['description']}>",
+        }
 
 
 def records_chart(
-    records, *, x, y, select, color=None, start=None, mark="line", control="select", title=None,
-    xlabel=None, ylabel=None, logx=False, logy=False, width=420, height=260,
-):  # fmt: skip
-    """``y`` against ``x`` for the records whose ``select`` field has the value a control picks.
+    records,
+    *,
+    x,
+    y,
+    select,
+    color=None,
+    start=None,
+    mark="line",
+    control="select",
+    title=None,
+    xlabel=None,
+    ylabel=None,
+    logx=False,
+    logy=False,
+    width=420,
+    height=260,
+):
+    """``y`` against ``x`` for the records whose ``select`` field has the value
+    a control picks.
 
-    ``records`` is a list of dicts holding at least the fields ``x``, ``y`` and ``select`` (and
-    ``color``, one line or colour of points per value); every field is shown in the tooltip.
-    ``control`` is ``"select"`` (a drop-down) or ``"radio"``; it shows ``start`` first (default:
-    the smallest value). Returns an :class:`Interactive`.
+    ``records`` is a list of dicts holding at least the fields ``x``, ``y`` and
+    ``select`` (and ``color``, one line or colour of points per value); every
+    field is shown in the tooltip. ``control`` is ``"select"`` (a drop-down) or
+    ``"radio"``; it shows ``start`` first (default: the smallest value).
+    Returns an :class:`Interactive`.
     """
-    records = _check_records(records, [field for field in (x, y, select, color) if field is not None])
+    records = _check_records(
+        records,
+        [field for field in (x, y, select, color) if field is not None],
+    )
     if mark not in MARKS:
         raise ValueError(f"mark must be one of {MARKS}, got {mark!r}")
     for field in (x, y):
         if not all(isinstance(record[field], Real) for record in records):
-            raise TypeError(f"records_chart plots numbers: field {field!r} holds a value that is not a number")
+            raise TypeError(
+                f"records_chart plots numbers: field {field!r} holds a value "
+                "that is not a number"
+            )
     choices = _choices(records, select)
     encoding = {
         "x": _axis(records, x, xlabel, logx),
@@ -95,55 +145,111 @@ def records_chart(
         "data": {"values": records},
         "params": [_control("pick", select, choices, control, start)],
         "transform": [{"filter": f"datum[{json.dumps(select)}] == pick"}],
-        "mark": {"type": mark, "point": True, "tooltip": True} if mark == "line" else {"type": mark, "tooltip": True},
+        "mark": {"type": mark, "point": True, "tooltip": True}
+        if mark == "line"
+        else {"type": mark, "tooltip": True},
         "encoding": encoding,
     }
     if title:
         spec["title"] = title
-    return Interactive(spec, description=title or f"{y} against {x}, by {select}")
+    return Interactive(
+        spec, description=title or f"{y} against {x}, by {select}"
+    )
 
 
-def attention_by_head_count(attention, difference, *, title=None, panel=90, columns=4):
-    """Per-head attention maps and the output difference, for a number of heads a control picks.
+def attention_by_head_count(
+    attention, difference, *, title=None, panel=90, columns=4
+):
+    """Per-head attention maps and the output difference, for a number of heads
+    a control picks.
 
-    ``attention`` maps each head count ``h`` to that layer's weights for one sequence,
-    ``(h, n_query, n_key)``; ``difference`` maps the same ``h`` to one number per query token
-    (for example how far its output moved from one head's). The control starts at the largest
-    ``h``, the state with the most to see (and the one a printed page shows). Returns an
-    :class:`Interactive`.
+    ``attention`` maps each head count ``h`` to that layer's weights for one
+    sequence, ``(h, n_query, n_key)``; ``difference`` maps the same ``h`` to
+    one number per query token (for example how far its output moved from one
+    head's). The control starts at the largest ``h``, the state with the most
+    to see (and the one a printed page shows). Returns an :class:`Interactive`.
     """
-    if not isinstance(attention, dict) or not isinstance(difference, dict) or not attention:
-        raise TypeError("attention and difference must be non-empty dicts {number of heads: array}")
+    if (
+        not isinstance(attention, dict)
+        or not isinstance(difference, dict)
+        or not attention
+    ):
+        raise TypeError(
+            "attention and difference must be non-empty dicts "
+            "{number of heads: array}"
+        )
     if sorted(attention) != sorted(difference):
-        raise ValueError(f"attention and difference need the same head counts, got {sorted(attention)} and "
-                         f"{sorted(difference)}")  # fmt: skip
+        raise ValueError(
+            "attention and difference need the same head counts, got "
+            f"{sorted(attention)} and "
+            f"{sorted(difference)}"
+        )
     maps, bars = [], []
     for heads in sorted(attention):
         weights, moved = _array(attention[heads]), _array(difference[heads])
-        if weights.ndim != 3 or weights.shape[0] != heads or weights.shape[1] != moved.shape[0] or moved.ndim != 1:
+        if (
+            weights.ndim != 3
+            or weights.shape[0] != heads
+            or weights.shape[1] != moved.shape[0]
+            or moved.ndim != 1
+        ):
             raise ValueError(
-                f"for h = {heads} expected attention (h, n_query, n_key) = ({heads}, n, n) and difference (n_query,), "
+                f"for h = {heads} expected attention (h, n_query, n_key) = "
+                f"({heads}, n, n) and difference (n_query,), "
                 f"got {weights.shape} and {moved.shape}"
             )
         maps += [
-            {"h": heads, "head": f"head {i}", "query": q, "key": k, "weight": round(float(weights[i, q, k]), 4)}
+            {
+                "h": heads,
+                "head": f"head {i}",
+                "query": q,
+                "key": k,
+                "weight": round(float(weights[i, q, k]), 4),
+            }
             for i, q, k in np.ndindex(weights.shape)
         ]
-        bars += [{"h": heads, "query": q, "difference": round(float(value), 4)} for q, value in enumerate(moved)]
-    pick = _control("h", "number of heads h", sorted(attention), "radio", start=max(attention))
-    top, strongest = max(bar["difference"] for bar in bars), max(cell["weight"] for cell in maps)
+        bars += [
+            {"h": heads, "query": q, "difference": round(float(value), 4)}
+            for q, value in enumerate(moved)
+        ]
+    pick = _control(
+        "h",
+        "number of heads h",
+        sorted(attention),
+        "radio",
+        start=max(attention),
+    )
+    top, strongest = (
+        max(bar["difference"] for bar in bars),
+        max(cell["weight"] for cell in maps),
+    )
     heatmaps = {
         "data": {"values": maps},
         "transform": [{"filter": "datum.h == h"}],
-        "facet": {"field": "head", "type": "nominal", "title": None, "sort": {"field": "head"}},
+        "facet": {
+            "field": "head",
+            "type": "nominal",
+            "title": None,
+            "sort": {"field": "head"},
+        },
         "columns": columns,
         "spec": {
             "width": panel,
             "height": panel,
             "mark": {"type": "rect", "tooltip": True},
             "encoding": {
-                "x": {"field": "key", "type": "ordinal", "axis": {"labels": False, "ticks": False}, "title": "key"},
-                "y": {"field": "query", "type": "ordinal", "axis": {"labels": False, "ticks": False}, "title": "query"},
+                "x": {
+                    "field": "key",
+                    "type": "ordinal",
+                    "axis": {"labels": False, "ticks": False},
+                    "title": "key",
+                },
+                "y": {
+                    "field": "query",
+                    "type": "ordinal",
+                    "axis": {"labels": False, "ticks": False},
+                    "title": "query",
+                },
                 "color": {
                     "field": "weight",
                     "type": "quantitative",
@@ -173,38 +279,74 @@ def attention_by_head_count(attention, difference, *, title=None, panel=90, colu
     spec = {"params": [pick], "vconcat": [moved_chart, heatmaps]}
     if title:
         spec["title"] = title
-    return Interactive(spec, description=title or "attention maps and output difference by number of heads")
+    return Interactive(
+        spec,
+        description=title
+        or "attention maps and output difference by number of heads",
+    )
 
 
 def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
-    """A layer's fused weights coloured by the head that owns each block, for an ``h`` a control picks.
+    """A layer's fused weights coloured by the head that owns each block, for
+    an ``h`` a control picks.
 
-    The weights are ``layer``'s (its ``q_proj``, ``k_proj``, ``v_proj`` and ``out_proj``); only
-    the ownership changes with ``h``: head i owns a band of rows of each of W^Q, W^K, W^V and a
-    band of columns of W^O. Shading is the weight's magnitude. Returns an :class:`Interactive`.
+    The weights are ``layer``'s (its ``q_proj``, ``k_proj``, ``v_proj`` and
+    ``out_proj``); only the ownership changes with ``h``: head i owns a band of
+    rows of each of W^Q, W^K, W^V and a band of columns of W^O. Shading is the
+    weight's magnitude. Returns an :class:`Interactive`.
     """
-    projections = [getattr(layer, name, None) for name in ("q_proj", "k_proj", "v_proj", "out_proj")]
-    if any(getattr(projection, "weight", None) is None for projection in projections):
-        raise TypeError("ownership_by_head_count needs a layer with q_proj, k_proj, v_proj and out_proj Linears")
-    in_proj = np.concatenate([_array(projection.weight) for projection in projections[:3]])  # (3 * width, d_model)
+    projections = [
+        getattr(layer, name, None)
+        for name in ("q_proj", "k_proj", "v_proj", "out_proj")
+    ]
+    if any(
+        getattr(projection, "weight", None) is None
+        for projection in projections
+    ):
+        raise TypeError(
+            "ownership_by_head_count needs a layer with q_proj, k_proj, "
+            "v_proj and out_proj Linears"
+        )
+    in_proj = np.concatenate(
+        [_array(projection.weight) for projection in projections[:3]]
+    )  # (3 * width, d_model)
     out_proj = _array(projections[3].weight)  # (d_model, width)
     width = out_proj.shape[1]
-    if not head_counts or any(not isinstance(h, int) or h < 1 or width % h for h in head_counts):
-        raise ValueError(f"head_counts must be divisors of the layer's width {width}, got {head_counts}")
-    if len(head_counts) != len(set(head_counts)) or max(head_counts) > len(HEAD_COLOURS):
+    if not head_counts or any(
+        not isinstance(h, int) or h < 1 or width % h for h in head_counts
+    ):
         raise ValueError(
-            f"head_counts must be distinct and at most {len(HEAD_COLOURS)} (a colour each), got {head_counts}"
+            f"head_counts must be divisors of the layer's width {width}, got "
+            f"{head_counts}"
+        )
+    if len(head_counts) != len(set(head_counts)) or max(head_counts) > len(
+        HEAD_COLOURS
+    ):
+        raise ValueError(
+            f"head_counts must be distinct and at most {len(HEAD_COLOURS)} (a "
+            f"colour each), got {head_counts}"
         )
     scale = max(np.abs(in_proj).max(), np.abs(out_proj).max())
-    rows = [  # one record per matrix row; the flatten transform below makes one per entry
-        {"part": part, "row": r, "w": [round(float(v), 2) for v in np.abs(matrix[r]) / scale]}
+    # one record per matrix row; the flatten transform makes one per entry
+    rows = [
+        {
+            "part": part,
+            "row": r,
+            "w": [round(float(v), 2) for v in np.abs(matrix[r]) / scale],
+        }
         for part, matrix in (("in", in_proj), ("out", out_proj))
         for r in range(matrix.shape[0])
     ]
-    owner = f"datum.part == 'in' ? floor((datum.row % {width}) / ({width} / h)) : floor(datum.column / ({width} / h))"
+    owner = (
+        f"datum.part == 'in' ? floor((datum.row % {width}) / ({width} / h)) "
+        f": floor(datum.column / ({width} / h))"
+    )
     transform = [
         {"flatten": ["w"]},
-        {"window": [{"op": "row_number", "as": "column"}], "groupby": ["part", "row"]},
+        {
+            "window": [{"op": "row_number", "as": "column"}],
+            "groupby": ["part", "row"],
+        },
         {"calculate": "datum.column - 1", "as": "column"},
         {"calculate": owner, "as": "head"},
     ]
@@ -218,48 +360,111 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
             "title": label,
             "mark": {"type": "rect", "tooltip": True},
             "encoding": {
-                "x": {"field": "column", "type": "ordinal", "axis": hidden, "title": xlabel},
-                "y": {"field": "row", "type": "ordinal", "axis": hidden, "title": ylabel},
-                "color": {"field": "head", "type": "nominal", "scale": {"range": HEAD_COLOURS}, "legend": None},
-                "opacity": {"field": "w", "type": "quantitative", "scale": {"range": [0.25, 1]}, "legend": None},
-                "tooltip": [{"field": "head"}, {"field": "row"}, {"field": "column"}],
+                "x": {
+                    "field": "column",
+                    "type": "ordinal",
+                    "axis": hidden,
+                    "title": xlabel,
+                },
+                "y": {
+                    "field": "row",
+                    "type": "ordinal",
+                    "axis": hidden,
+                    "title": ylabel,
+                },
+                "color": {
+                    "field": "head",
+                    "type": "nominal",
+                    "scale": {"range": HEAD_COLOURS},
+                    "legend": None,
+                },
+                "opacity": {
+                    "field": "w",
+                    "type": "quantitative",
+                    "scale": {"range": [0.25, 1]},
+                    "legend": None,
+                },
+                "tooltip": [
+                    {"field": "head"},
+                    {"field": "row"},
+                    {"field": "column"},
+                ],
             },
         }
 
     spec = {
         "data": {"values": rows},
-        "params": [_control("h", "number of heads h", sorted(head_counts), "radio", start=max(head_counts))],
+        "params": [
+            _control(
+                "h",
+                "number of heads h",
+                sorted(head_counts),
+                "radio",
+                start=max(head_counts),
+            )
+        ],
         "transform": transform,
         "hconcat": [
             matrix_view(
-                "in", "query, key, value projections", *in_proj.shape, "input feature (all of x)", "W_Q, W_K, W_V"
+                "in",
+                "query, key, value projections",
+                *in_proj.shape,
+                "input feature (all of x)",
+                "W_Q, W_K, W_V",
             ),
-            matrix_view("out", "output projection", *out_proj.shape, "concatenated head outputs", "output feature"),
+            matrix_view(
+                "out",
+                "output projection",
+                *out_proj.shape,
+                "concatenated head outputs",
+                "output feature",
+            ),
         ],
     }
     if title:
         spec["title"] = title
-    return Interactive(spec, description=title or "weights coloured by the head that owns them")
+    return Interactive(
+        spec,
+        description=title or "weights coloured by the head that owns them",
+    )
 
 
 def _check_records(records, fields):
-    if not isinstance(records, (list, tuple)) or not records or not all(isinstance(r, dict) for r in records):
-        raise TypeError("records must be a non-empty list of dicts, one per measurement")
+    if (
+        not isinstance(records, (list, tuple))
+        or not records
+        or not all(isinstance(r, dict) for r in records)
+    ):
+        raise TypeError(
+            "records must be a non-empty list of dicts, one per measurement"
+        )
     for field in fields:
-        missing = [i for i, record in enumerate(records) if field not in record]
+        missing = [
+            i for i, record in enumerate(records) if field not in record
+        ]
         if missing:
-            raise ValueError(f"field {field!r} is missing from record {missing[0]} (fields: {sorted(records[0])})")
-    return [{key: _plain(value) for key, value in record.items()} for record in records]
+            raise ValueError(
+                f"field {field!r} is missing from record {missing[0]} "
+                f"(fields: {sorted(records[0])})"
+            )
+    return [
+        {key: _plain(value) for key, value in record.items()}
+        for record in records
+    ]
 
 
 def _plain(value):
-    """A JSON value: numpy and torch scalars become Python numbers; NaN and infinity are refused."""
+    """A JSON value: numpy and torch scalars become Python numbers; NaN and
+    infinity are refused."""
     if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"records must hold finite numbers, got {value}")
     if not isinstance(value, (str, int, float, bool)) and value is not None:
-        raise TypeError(f"record values must be numbers or strings, got {type(value).__name__}")
+        raise TypeError(
+            "record values must be numbers or strings, got "
+            f"{type(value).__name__}"
+        )
     return value
 
 
@@ -276,21 +481,50 @@ def _choices(records, field):
 
 
 def _control(name, label, choices, control, start=None):
-    """A parameter bound to a drop-down or radio buttons, starting at ``start`` or the first choice."""
+    """A parameter bound to a drop-down or radio buttons, starting at ``start``
+    or the first choice."""
     if control not in CONTROLS:
         raise ValueError(f"control must be one of {CONTROLS}, got {control!r}")
     if start is not None and start not in choices:
-        raise ValueError(f"start must be one of the values of the field {label!r}: {choices}, got {start!r}")
-    labels = [f"{choice:g}" if isinstance(choice, float) else str(choice) for choice in choices]
-    bind = {"input": control, "options": list(choices), "labels": labels, "name": f"{label} "}
-    return {"name": name, "value": choices[0] if start is None else start, "bind": bind}
+        raise ValueError(
+            f"start must be one of the values of the field {label!r}: "
+            f"{choices}, got {start!r}"
+        )
+    labels = [
+        f"{choice:g}" if isinstance(choice, float) else str(choice)
+        for choice in choices
+    ]
+    bind = {
+        "input": control,
+        "options": list(choices),
+        "labels": labels,
+        "name": f"{label} ",
+    }
+    return {
+        "name": name,
+        "value": choices[0] if start is None else start,
+        "bind": bind,
+    }
 
 
 def _axis(records, field, label, log):
-    """A quantitative axis whose range covers every record, so it stays put when the control moves."""
+    """A quantitative axis whose range covers every record, so it stays put
+    when the control moves."""
     values = [record[field] for record in records]
     if log and min(values) <= 0:
-        raise ValueError(f"a log axis needs positive values, field {field!r} has {min(values)}")
+        raise ValueError(
+            f"a log axis needs positive values, field {field!r} has "
+            f"{min(values)}"
+        )
     low = min(values) if log else min(0, min(values))
-    scale = {"type": "log", "domain": [low, max(values)]} if log else {"domain": [low, max(values)]}
-    return {"field": field, "type": "quantitative", "title": label or field, "scale": {**scale, "nice": True}}
+    scale = (
+        {"type": "log", "domain": [low, max(values)]}
+        if log
+        else {"domain": [low, max(values)]}
+    )
+    return {
+        "field": field,
+        "type": "quantitative",
+        "title": label or field,
+        "scale": {**scale, "nice": True},
+    }

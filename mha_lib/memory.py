@@ -1,17 +1,65 @@
-"""Measuring the memory a layer needs for training (Chapter 5)."""
+"""The memory a layer keeps for training: the formula, and measured (Chapter
+5)."""
+
+import contextlib
 
 import torch
 
+from .spec import AttentionSpec
 from .timing import forward_backward
 
 
-def saved_activation_bytes(layer, x):
-    """Bytes of the tensors autograd saves for backward in one forward pass of ``layer(x)``.
+def activation_elements(
+    d_model,
+    num_heads,
+    seq_len,
+    *,
+    batch=1,
+    head_dim=None,
+    value_dim=None,
+    num_kv_heads=None,
+):
+    """Elements a self-attention layer keeps for the backward pass on the fused
+    path.
 
-    Works the same on every device. The layer's own parameters are not counted; a storage
-    saved twice (the input, read by three projections) counts once.
+    See :meth:`AttentionSpec.activation_elements
+    <mha_lib.spec.AttentionSpec.activation_elements>`; multiply by the element
+    size for bytes.
     """
-    parameters = {parameter.untyped_storage().data_ptr() for parameter in layer.parameters()}
+    spec = AttentionSpec(
+        d_model,
+        num_heads,
+        head_dim=head_dim,
+        value_dim=value_dim,
+        num_kv_heads=num_kv_heads,
+    )
+    return spec.activation_elements(seq_len, batch)
+
+
+def fused_attention_kernel():
+    """Context that lets ``scaled_dot_product_attention`` use only the fused
+    kernels (flash and memory-efficient), which keep one log-sum-exp per query
+    and head instead of the ``n x n`` weights. The formula assumes them; with
+    no fused kernel for the inputs, the call fails instead of silently keeping
+    the weights. A no-op on PyTorch before 2.3."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # PyTorch < 2.3
+        return contextlib.nullcontext()
+    return sdpa_kernel(
+        [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+    )
+
+
+def saved_activation_bytes(layer, x):
+    """Bytes of the tensors autograd saves for backward in one forward pass of
+    ``layer(x)``.
+
+    Measured inside :func:`fused_attention_kernel`, the same way on every
+    device. The layer's own parameters are not counted; a storage saved twice
+    (the input, read by three projections) counts once.
+    """
+    parameters = {p.untyped_storage().data_ptr() for p in layer.parameters()}
     saved = {}
 
     def pack(tensor):
@@ -20,19 +68,25 @@ def saved_activation_bytes(layer, x):
             saved[storage.data_ptr()] = storage.nbytes()
         return tensor
 
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        layer(x)
+    with fused_attention_kernel():
+        with torch.autograd.graph.saved_tensors_hooks(
+            pack, lambda tensor: tensor
+        ):
+            layer(x)
     return sum(saved.values())
 
 
 def peak_training_bytes(layer, x):
-    """Peak GPU memory allocated during one forward and backward of ``layer(x)``, above what was
-    allocated before; ``None`` off CUDA, where PyTorch keeps no such counter."""
+    """Peak GPU memory allocated during one forward and backward of
+    ``layer(x)`` inside :func:`fused_attention_kernel`, above what was
+    allocated before; ``None`` off CUDA, where PyTorch keeps no such counter.
+    """
     if x.device.type != "cuda":
         return None
     torch.cuda.synchronize(x.device)
     torch.cuda.reset_peak_memory_stats(x.device)
     before = torch.cuda.memory_allocated(x.device)
-    forward_backward(layer, x)
+    with fused_attention_kernel():
+        forward_backward(layer, x)
     torch.cuda.synchronize(x.device)
     return torch.cuda.max_memory_allocated(x.device) - before

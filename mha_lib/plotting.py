@@ -1,9 +1,11 @@
-"""Figures shared by the chapters. Imports matplotlib itself, so ``import mha_lib`` stays light.
+"""Figures shared by the chapters. Imports matplotlib itself, so ``import
+mha_lib`` stays light.
 
-Importing this module sets the book's figure style (:func:`use_book_style`): a figure of the
-default size, 6.4 inches at 100 dpi, fills most of the book's 750-pixel text column at its
-natural size, and its type is then about as large as the text around it. A figure wider than
-about 7.5 inches is shrunk to the column, and its type with it: prefer several narrower figures.
+Importing this module sets the book's figure style (:func:`use_book_style`): a
+figure of the default size, 6.4 inches at 100 dpi, fills most of the book's
+750-pixel text column at its natural size, and its type is then about as large
+as the text around it. A figure wider than about 7.5 inches is shrunk to the
+column, and its type with it: prefer several narrower figures.
 """
 
 import matplotlib
@@ -26,27 +28,50 @@ BOOK_STYLE = {
 
 
 def use_book_style():
-    """Set matplotlib's defaults to the book's figure style (done once, when this module is imported)."""
+    """Set matplotlib's defaults to the book's figure style (done once, when
+    this module is imported)."""
     matplotlib.rcParams.update(BOOK_STYLE)
 
 
 use_book_style()
 
 
-def line_chart(series, *, xlabel, ylabel, title=None, logx=False, logy=False, ax=None, markers=None):
-    """Plot ``{label: (x, y)}`` as lines with markers; ``markers`` adds ``{label: (x, y)}`` as dots.
+def line_chart(
+    series,
+    *,
+    xlabel,
+    ylabel,
+    title=None,
+    logx=False,
+    logy=False,
+    ax=None,
+    markers=None,
+):
+    """Plot ``{label: (x, y)}`` as lines with markers; ``markers`` adds
+    ``{label: (x, y)}`` as dots.
 
-    Returns the axes. Used by every chapter's "quantity vs number of heads" figures.
+    Returns the axes. Used by every chapter's "quantity vs number of heads"
+    figures.
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 4.0))
     for label, (x, y) in series.items():
         ax.plot(x, y, marker="o", markersize=4, label=label)
     for label, (x, y) in (markers or {}).items():
-        ax.plot(x, y, linestyle="none", marker="x", markersize=9, color="black", label=label)
+        ax.plot(
+            x,
+            y,
+            linestyle="none",
+            marker="x",
+            markersize=9,
+            color="black",
+            label=label,
+        )
     if logx:
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        ax.xaxis.set_major_formatter(
+            FuncFormatter(lambda value, _: f"{value:g}")
+        )
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel(xlabel)
@@ -59,46 +84,76 @@ def line_chart(series, *, xlabel, ylabel, title=None, logx=False, logy=False, ax
 
 
 def head_ownership(layer, axes=None):
-    """Draw a layer's fused weights coloured by the head that owns each block (Chapter 2).
+    """Draw a layer's fused weights coloured by the head that owns each block
+    (Chapter 2).
 
-    Left: the stacked q/k/v projection as PyTorch stores it, ``(3 * h * head_dim, d_model)``; head i
-    owns a band of rows in each of the three parts. Right: the output projection
-    ``(d_model, h * head_dim)``; head i owns a band of columns. Shading is the weight's magnitude.
+    Left: the stacked q/k/v projection as PyTorch stores it, ``(3 * h *
+    head_dim, d_model)``; head i owns a band of rows in each of the three
+    parts. Right: the output projection ``(d_model, h * head_dim)``; head i
+    owns a band of columns. Shading is the weight's magnitude.
     """
     import numpy as np
 
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(8, 4.2), gridspec_kw={"width_ratios": [1, 1.2]})
+        _, axes = plt.subplots(
+            1, 2, figsize=(8, 4.2), gridspec_kw={"width_ratios": [1, 1.2]}
+        )
     colours = plt.get_cmap("tab10" if layer.num_heads <= 10 else "tab20")
-    in_proj = np.concatenate([p.weight.detach().cpu().numpy() for p in (layer.q_proj, layer.k_proj, layer.v_proj)])
+    in_proj = np.concatenate(
+        [
+            p.weight.detach().cpu().numpy()
+            for p in (layer.q_proj, layer.k_proj, layer.v_proj)
+        ]
+    )
     out_proj = layer.out_proj.weight.detach().cpu().numpy()
     width = layer.num_heads * layer.head_dim
 
-    def painted(weight, owner):  # owner: head index of every entry, same shape as weight
+    def painted(
+        weight, owner
+    ):  # owner: head index of every entry, same shape as weight
         shade = 0.35 + 0.65 * np.abs(weight) / np.abs(weight).max()
         rgb = colours(owner % colours.N)[..., :3]
-        return 1 - (1 - rgb) * shade[..., None]  # strong weights: full colour; weak: pale
+        return (
+            1 - (1 - rgb) * shade[..., None]
+        )  # strong weights: full colour; weak: pale
 
     rows = (np.arange(in_proj.shape[0]) % width) // layer.head_dim
-    axes[0].imshow(painted(in_proj, np.broadcast_to(rows[:, None], in_proj.shape)), aspect="auto")
+    axes[0].imshow(
+        painted(in_proj, np.broadcast_to(rows[:, None], in_proj.shape)),
+        aspect="auto",
+    )
     for boundary in (width, 2 * width):
         axes[0].axhline(boundary - 0.5, color="black", linewidth=1.5)
-    axes[0].set_yticks([width / 2, 1.5 * width, 2.5 * width], ["$W^Q$", "$W^K$", "$W^V$"])
+    axes[0].set_yticks(
+        [width / 2, 1.5 * width, 2.5 * width], ["$W^Q$", "$W^K$", "$W^V$"]
+    )
     axes[0].set_xlabel("input feature (all of x)")
-    axes[0].set_title("q/k/v projection: rows owned by head i", fontsize="small")
+    axes[0].set_title(
+        "q/k/v projection: rows owned by head i", fontsize="small"
+    )
     columns = np.arange(width) // layer.head_dim
-    axes[1].imshow(painted(out_proj, np.broadcast_to(columns[None, :], out_proj.shape)), aspect="auto")
+    axes[1].imshow(
+        painted(out_proj, np.broadcast_to(columns[None, :], out_proj.shape)),
+        aspect="auto",
+    )
     axes[1].set_xlabel("concatenated head outputs")
     axes[1].set_ylabel("output feature")
     axes[1].set_title("$W^O$: columns owned by head i", fontsize="small")
-    axes[0].figure.suptitle(f"d_model = {layer.d_model}, {layer.num_heads} heads of size {layer.head_dim}")
+    axes[0].figure.suptitle(
+        f"d_model = {layer.d_model}, {layer.num_heads} heads of size "
+        f"{layer.head_dim}"
+    )
     return axes
 
 
-def learning_curves(runs, *, ax=None, title=None, ylabel="loss / target variance", logy=True):
-    """Median and min-max band over seeds: ``runs`` is ``{label: [history, ...]}`` (Chapters 4, 5).
+def learning_curves(
+    runs, *, ax=None, title=None, ylabel="loss / target variance", logy=True
+):
+    """Median and min-max band over seeds: ``runs`` is ``{label: [history,
+    ...]}`` (Chapters 4, 5).
 
-    Each history is a ``{"step": [...], "loss": [...]}`` dict from :func:`mha_lib.training.train`.
+    Each history is a ``{"step": [...], "loss": [...]}`` dict from
+    :func:`mha_lib.training.train`.
     """
     import numpy as np
 
@@ -106,9 +161,21 @@ def learning_curves(runs, *, ax=None, title=None, ylabel="loss / target variance
         _, ax = plt.subplots(figsize=(6.4, 4.0))
     for label, histories in runs.items():
         steps = histories[0]["step"]
-        losses = np.array([history["loss"] for history in histories])  # (seeds, records)
-        (line,) = ax.plot(steps, np.median(losses, axis=0), label=f"{label} ({len(histories)} seeds)")
-        ax.fill_between(steps, losses.min(axis=0), losses.max(axis=0), color=line.get_color(), alpha=0.2)
+        losses = np.array(
+            [history["loss"] for history in histories]
+        )  # (seeds, records)
+        (line,) = ax.plot(
+            steps,
+            np.median(losses, axis=0),
+            label=f"{label} ({len(histories)} seeds)",
+        )
+        ax.fill_between(
+            steps,
+            losses.min(axis=0),
+            losses.max(axis=0),
+            color=line.get_color(),
+            alpha=0.2,
+        )
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel("training step")
@@ -121,7 +188,8 @@ def learning_curves(runs, *, ax=None, title=None, ylabel="loss / target variance
 
 
 def _ticks(set_ticks, ticks, count):
-    """``ticks``: None (no ticks), labels one per row/column, or ``(positions, labels)``."""
+    """``ticks``: None (no ticks), labels one per row/column, or ``(positions,
+    labels)``."""
     if ticks is None:
         set_ticks([])
     elif isinstance(ticks, tuple) and len(ticks) == 2:
@@ -144,10 +212,11 @@ def heatmap(
     cmap="viridis",
     colorbar=True,
 ):
-    """One matrix as a heatmap with a colourbar (distances between heads, per-head scores, kernels).
+    """One matrix as a heatmap with a colourbar (distances between heads,
+    per-head scores, kernels).
 
-    ``xticks``/``yticks``: labels one per column/row, ``(positions, labels)``, or None for none.
-    Returns the axes.
+    ``xticks``/``yticks``: labels one per column/row, ``(positions, labels)``,
+    or None for none. Returns the axes.
     """
     matrix = _as_array(matrix, 2, "heatmap", "(rows, columns)")
     if ax is None:
@@ -155,7 +224,11 @@ def heatmap(
     image = ax.imshow(matrix, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     _ticks(ax.set_xticks, xticks, matrix.shape[1])
     _ticks(ax.set_yticks, yticks, matrix.shape[0])
-    for label, setter in ((title, ax.set_title), (xlabel, ax.set_xlabel), (ylabel, ax.set_ylabel)):
+    for label, setter in (
+        (title, ax.set_title),
+        (xlabel, ax.set_xlabel),
+        (ylabel, ax.set_ylabel),
+    ):
         if label:
             setter(label)
     if colorbar:
@@ -175,14 +248,19 @@ def matrix_grid(
     cmap="viridis",
     colorbar=False,
 ):
-    """Matrices ``(rows, columns, height, width)`` as a grid of heatmaps on one colour scale.
+    """Matrices ``(rows, columns, height, width)`` as a grid of heatmaps on one
+    colour scale.
 
-    Rows are usually layers or seeds and columns heads; ``colorbar=True`` adds one shared bar.
-    Returns the figure.
+    Rows are usually layers or seeds and columns heads; ``colorbar=True`` adds
+    one shared bar. Returns the figure.
     """
-    matrices = _as_array(matrices, 4, "matrix_grid", "(rows, columns, height, width)")
+    matrices = _as_array(
+        matrices, 4, "matrix_grid", "(rows, columns, height, width)"
+    )
     rows, columns = matrices.shape[:2]
-    figure, axes = plt.subplots(rows, columns, figsize=(size * columns, size * rows), squeeze=False)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(size * columns, size * rows), squeeze=False
+    )
     for r in range(rows):
         for c in range(columns):
             ax = axes[r, c]
@@ -201,11 +279,6 @@ def matrix_grid(
     return figure
 
 
-def attention_grid(weights, **options):
-    """Attention maps ``(rows, columns, n_query, n_key)``: :func:`matrix_grid` on the scale 0 to 1."""
-    return matrix_grid(weights, vmin=0, vmax=1, **options)
-
-
 def _as_array(values, dims, caller, shape):
     """A NumPy copy of a tensor or array with ``dims`` axes, for imshow."""
     import numpy as np
@@ -214,16 +287,22 @@ def _as_array(values, dims, caller, shape):
         values = values.detach().cpu().numpy()
     values = np.asarray(values, dtype=float)
     if values.ndim != dims:
-        raise ValueError(f"{caller} expects a {dims}-D array {shape}, got shape {values.shape}")
+        raise ValueError(
+            f"{caller} expects a {dims}-D array {shape}, got shape "
+            f"{values.shape}"
+        )
     return values
 
 
 def markdown_table(header, rows):
-    """A Markdown table of ``rows`` (lists of cells) under ``header``, for ``IPython.display.display``."""
+    """A Markdown table of ``rows`` (lists of cells) under ``header``, for
+    ``IPython.display.display``."""
     from IPython.display import Markdown
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    lines += [
+        "| " + " | ".join(str(cell) for cell in row) + " |" for row in rows
+    ]
     return Markdown("\n".join(lines))
 
 
@@ -234,16 +313,21 @@ LAYER_STYLES = {
 }
 
 
-COSTS = (("params", "attention parameters"), ("flops", "attention FLOPs per sequence"))
+COSTS = (
+    ("params", "attention parameters"),
+    ("flops", "attention FLOPs per sequence"),
+)
 
 
 def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
-    """Median loss over seeds against cost, one panel per cost, one point per layer (Chapter 5).
+    """Median loss over seeds against cost, one panel per cost, one point per
+    layer (Chapter 5).
 
-    ``records``: dicts with ``kind``, ``heads``, ``head_size``, ``params``, ``flops`` and ``loss``
-    (one per seed, already at the learning rate chosen for that layer). Kinds in
-    :data:`LAYER_STYLES` are drawn in colour and joined across head counts, each point labelled
-    with its number of heads; any other kind is a grey dot. Bars span the quartiles over seeds.
+    ``records``: dicts with ``kind``, ``heads``, ``head_size``, ``params``,
+    ``flops`` and ``loss`` (one per seed, already at the learning rate chosen
+    for that layer). Kinds in :data:`LAYER_STYLES` are drawn in colour and
+    joined across head counts, each point labelled with its number of heads;
+    any other kind is a grey dot. Bars span the quartiles over seeds.
     """
     import numpy as np
 
@@ -252,7 +336,13 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
         key = (record["kind"], record["heads"], record["head_size"])
         groups.setdefault(key, []).append(record)
     if axes is None:
-        _, axes = plt.subplots(1, len(costs), figsize=(6.2 * len(costs), 4.4), sharey=True, squeeze=False)
+        _, axes = plt.subplots(
+            1,
+            len(costs),
+            figsize=(6.2 * len(costs), 4.4),
+            sharey=True,
+            squeeze=False,
+        )
         axes = axes[0]
     for ax, (cost, label) in zip(axes, costs):
         families = {}
@@ -261,27 +351,71 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
             q1, median, q3 = np.quantile(losses, [0.25, 0.5, 0.75])
             x = group[0][cost]
             style = LAYER_STYLES.get(kind, dict(marker=".", color="0.6"))
-            ax.plot([x, x], [q1, q3], color=style["color"], alpha=0.5, linewidth=1.5)
-            ax.plot(x, median, linestyle="none", markersize=8 if kind in LAYER_STYLES else 7, **style)
+            ax.plot(
+                [x, x],
+                [q1, q3],
+                color=style["color"],
+                alpha=0.5,
+                linewidth=1.5,
+            )
+            ax.plot(
+                x,
+                median,
+                linestyle="none",
+                markersize=8 if kind in LAYER_STYLES else 7,
+                **style,
+            )
             if kind in LAYER_STYLES:
                 families.setdefault(kind, []).append((x, median))
                 ax.annotate(
-                    f"{heads}", (x, median), textcoords="offset points", xytext=(5, 4), fontsize=9, color=style["color"]
+                    f"{heads}",
+                    (x, median),
+                    textcoords="offset points",
+                    xytext=(5, 4),
+                    fontsize=9,
+                    color=style["color"],
                 )
             else:
                 ax.annotate(
-                    f"{heads}x{head_size}", (x, median), textcoords="offset points", xytext=(4, -10), fontsize=8,
+                    f"{heads}x{head_size}",
+                    (x, median),
+                    textcoords="offset points",
+                    xytext=(4, -10),
+                    fontsize=8,
                     color="0.4",
-                )  # fmt: skip
+                )
         for kind, points in families.items():
             points.sort()
-            ax.plot(*zip(*points), color=LAYER_STYLES[kind]["color"], alpha=0.6)
-        for kind, style in LAYER_STYLES.items():  # legend entries, also for kinds absent from this panel
-            ax.plot([], [], linestyle="-", alpha=0.8, label=f"{kind} (label: heads)", **style)
-        ax.plot([], [], linestyle="none", marker=".", color="0.6", label="other (heads x head size)")
+            ax.plot(
+                *zip(*points), color=LAYER_STYLES[kind]["color"], alpha=0.6
+            )
+        for (
+            kind,
+            style,
+        ) in (
+            LAYER_STYLES.items()
+        ):  # legend entries, also for kinds absent from this panel
+            ax.plot(
+                [],
+                [],
+                linestyle="-",
+                alpha=0.8,
+                label=f"{kind} (label: heads)",
+                **style,
+            )
+        ax.plot(
+            [],
+            [],
+            linestyle="none",
+            marker=".",
+            color="0.6",
+            label="other (heads x head size)",
+        )
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short log axes
+        ax.xaxis.set_minor_formatter(
+            NullFormatter()
+        )  # minor labels collide on short log axes
         ax.set_xlabel(label)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("loss / target variance (median over seeds)")

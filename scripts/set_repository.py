@@ -1,8 +1,9 @@
-"""Point the book at another repository (a fork): python3 scripts/set_repository.py URL
+"""Point the book at another repository (a fork): python3
+scripts/set_repository.py URL
 
-Rewrites ``repository.url`` in ``_config.yml`` (launch and source buttons) and the address the
-first cell of every notebook installs ``mha_lib`` from. ``tests/test_book.py`` checks that the
-two agree.
+Rewrites ``repository.url`` in ``_config.yml`` (launch and source buttons) and
+the address the first cell of every notebook installs ``mha_lib`` from.
+``tests/test_book.py`` checks that the two agree.
 """
 
 import re
@@ -14,9 +15,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def set_repository(new_url, root=ROOT):
     if not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+", new_url):
-        raise ValueError(f"expected a URL like https://github.com/OWNER/REPO, got {new_url!r}")
+        raise ValueError(
+            "expected a URL like https://github.com/OWNER/REPO, got "
+            f"{new_url!r}"
+        )
     config = root / "_config.yml"
-    old_url = re.search(r"^repository:\n  url: (\S+)$", config.read_text(), flags=re.M).group(1)
+    old_url = re.search(
+        r"^repository:\n  url: (\S+)$", config.read_text(), flags=re.M
+    ).group(1)
     changed = []
     for path in [config, *sorted((root / "notebooks").glob("*.ipynb"))]:
         text = path.read_text()

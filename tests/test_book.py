@@ -33,16 +33,28 @@ def test_notebook_is_stored_without_outputs(path):
     notebook = json.loads(path.read_text())
     for index, cell in enumerate(notebook["cells"]):
         if cell["cell_type"] == "code":
-            assert not cell.get("outputs"), f"{path.name} cell {index} has stored outputs"
-            assert cell.get("execution_count") is None, f"{path.name} cell {index} has an execution count"
+            assert not cell.get("outputs"), (
+                f"{path.name} cell {index} has stored outputs"
+            )
+            assert cell.get("execution_count") is None, (
+                f"{path.name} cell {index} has an execution count"
+            )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_first_code_cell_installs_from_the_configured_repository_and_picks_device(path):
+def test_first_code_cell_installs_mha_lib_and_picks_device(
+    path,
+):
     notebook = json.loads(path.read_text())
-    first = next("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+    first = next(
+        "".join(c["source"])
+        for c in notebook["cells"]
+        if c["cell_type"] == "code"
+    )
     url = config()["repository"]["url"]
-    assert f'REPOSITORY = "{url}"' in first, f"{path.name} installs from another address than _config.yml"
+    assert f'REPOSITORY = "{url}"' in first, (
+        f"{path.name} installs from another address than _config.yml"
+    )
     assert "pick_device()" in first and "seed_everything(" in first
 
 
@@ -57,19 +69,31 @@ def test_notebook_opens_with_questions_and_a_short_answer(path):
 def test_every_notebook_and_page_is_in_the_toc():
     listed = set(toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text())))
     for path in NOTEBOOKS:
-        assert f"notebooks/{path.stem}" in listed, f"{path.name} is missing from _toc.yml"
+        assert f"notebooks/{path.stem}" in listed, (
+            f"{path.name} is missing from _toc.yml"
+        )
     for entry in listed:
-        assert any((ROOT / f"{entry}{suffix}").exists() for suffix in (".md", ".ipynb")), f"{entry} not found"
+        assert any(
+            (ROOT / f"{entry}{suffix}").exists()
+            for suffix in (".md", ".ipynb")
+        ), f"{entry} not found"
 
 
 def test_ci_runs_the_readme_test_command_verbatim():
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.S)
     test_commands = [block for block in blocks if "pytest" in block]
-    assert len(test_commands) == 1, "the README should hold exactly one test command"
+    assert len(test_commands) == 1, (
+        "the README should hold exactly one test command"
+    )
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert test_commands[0] in ci_lines, ".ci/run does not run the README's test command as written"
-    assert any(line.strip() == "python3 -m pip install -q torch==2.13.0" for line in ci_lines)
+    assert test_commands[0] in ci_lines, (
+        ".ci/run does not run the README's test command as written"
+    )
+    assert any(
+        line.strip() == "python3 -m pip install -q torch==2.13.0"
+        for line in ci_lines
+    )
 
 
 def questions_in_the_intro():
@@ -81,7 +105,9 @@ def questions_in_the_intro():
 def test_intro_lists_the_questions_in_order():
     questions = questions_in_the_intro()
     assert questions, "the intro has no questions table"
-    assert questions == [f"Q{n}" for n in range(1, len(questions) + 1)], "questions missing or out of order"
+    assert questions == [f"Q{n}" for n in range(1, len(questions) + 1)], (
+        "questions missing or out of order"
+    )
 
 
 def test_answers_page_answers_every_question_with_evidence():
@@ -91,22 +117,37 @@ def test_answers_page_answers_every_question_with_evidence():
     assert sorted(found, key=lambda q: int(q[1:])) == questions_in_the_intro()
     for question, text in found.items():
         assert "*Evidence:*" in text, f"{question} has no evidence"
-        assert re.search(r"\]\(\.\./notebooks/0\d_\w+\.ipynb(#[\w-]+)?\)", text), f"{question} links no notebook"
+        assert re.search(
+            r"\]\(\.\./notebooks/0\d_\w+\.ipynb(#[\w-]+)?\)", text
+        ), f"{question} links no notebook"
 
 
 def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     import shutil
 
-    spec = importlib.util.spec_from_file_location("set_repository", ROOT / "scripts" / "set_repository.py")
+    spec = importlib.util.spec_from_file_location(
+        "set_repository", ROOT / "scripts" / "set_repository.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     set_repository = module.set_repository
 
     shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
-    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks", ignore=shutil.ignore_patterns(".*"))
-    old, changed = set_repository("https://github.com/someone/fork", root=tmp_path)
-    assert old == config()["repository"]["url"] and len(changed) == 1 + len(NOTEBOOKS)
-    for path in [tmp_path / "_config.yml", *(tmp_path / "notebooks").glob("*.ipynb")]:
+    shutil.copytree(
+        ROOT / "notebooks",
+        tmp_path / "notebooks",
+        ignore=shutil.ignore_patterns(".*"),
+    )
+    old, changed = set_repository(
+        "https://github.com/someone/fork", root=tmp_path
+    )
+    assert old == config()["repository"]["url"] and len(changed) == 1 + len(
+        NOTEBOOKS
+    )
+    for path in [
+        tmp_path / "_config.yml",
+        *(tmp_path / "notebooks").glob("*.ipynb"),
+    ]:
         text = path.read_text()
         assert "https://github.com/someone/fork" in text and old not in text
     with pytest.raises(ValueError):
@@ -114,10 +155,27 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
 
 
 def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
-    lines = [line.split("#")[0].strip() for line in (ROOT / "binder" / "requirements.txt").read_text().splitlines()]
-    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines, "Binder would fetch CUDA PyTorch"
+    lines = [
+        line.split("#")[0].strip()
+        for line in (ROOT / "binder" / "requirements.txt")
+        .read_text()
+        .splitlines()
+    ]
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines, (
+        "Binder would fetch CUDA PyTorch"
+    )
     torch_lines = [line for line in lines if re.match(r"torch\b", line)]
-    assert torch_lines and all(re.fullmatch(r"torch==[\d.]+\+cpu", line) for line in torch_lines), torch_lines
-    assert "-e .[plot,pretrained]" in lines, "Binder must install mha_lib with what the notebooks import"
-    extras = re.findall(r"^(\w+) = \[", (ROOT / "pyproject.toml").read_text(), flags=re.MULTILINE)
-    assert {"plot", "pretrained"} <= set(extras), f"pyproject.toml's extras are {extras}"
+    assert torch_lines and all(
+        re.fullmatch(r"torch==[\d.]+\+cpu", line) for line in torch_lines
+    ), torch_lines
+    assert "-e .[plot,pretrained]" in lines, (
+        "Binder must install mha_lib with what the notebooks import"
+    )
+    extras = re.findall(
+        r"^(\w+) = \[",
+        (ROOT / "pyproject.toml").read_text(),
+        flags=re.MULTILINE,
+    )
+    assert {"plot", "pretrained"} <= set(extras), (
+        f"pyproject.toml's extras are {extras}"
+    )

@@ -1,11 +1,12 @@
 """Open every page of the built book in headless Chromium, as a reader would.
 
-Checks that images load, internal links resolve, chapter pages show their questions and
-figures, the search page finds things, and no page throws a script error; that no page asks
-another host for anything (the book works offline), the math is typeset, every control of an
-interactive figure redraws it, and the PDF of the book holds every chapter. Saves a screenshot
-of each page in ``_build/screenshots``. Skipped, with the reason, when Playwright or Chromium
-is missing.
+Checks that images load, internal links resolve, chapter pages show their
+questions and figures, the search page finds things, and no page throws a
+script error; that no page asks another host for anything (the book works
+offline), the math is typeset, every control of an interactive figure redraws
+it, and the PDF of the book holds every chapter. Saves a screenshot of each
+page in ``_build/screenshots``. Skipped, with the reason, when Playwright or
+Chromium is missing.
 """
 
 import functools
@@ -19,15 +20,26 @@ from urllib.parse import urldefrag, urljoin, urlparse
 import pytest
 from support import ROOT
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
+sync_api = pytest.importorskip(
+    "playwright.sync_api",
+    reason="Playwright is not installed (pip install playwright)",
+)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
-    pytest.skip("no Chromium on PATH (Debian: apt-get install chromium)", allow_module_level=True)
+    pytest.skip(
+        "no Chromium on PATH (Debian: apt-get install chromium)",
+        allow_module_level=True,
+    )
 
 CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic",
-]  # fmt: skip
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -37,7 +49,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site(built_book):
-    """Serve the built book on a free localhost port; yields (base URL, html folder)."""
+    """Serve the built book on a free localhost port; yields (base URL, html
+    folder)."""
     handler = functools.partial(_QuietHandler, directory=str(built_book))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -49,7 +62,9 @@ def site(built_book):
 @pytest.fixture(scope="module")
 def browser():
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS)
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
+        )
         yield browser
         browser.close()
 
@@ -58,19 +73,28 @@ def pages(html_root):
     return sorted(
         path.relative_to(html_root).as_posix()
         for path in html_root.rglob("*.html")
-        if not path.relative_to(html_root).as_posix().startswith(("_", "genindex"))
+        if not path.relative_to(html_root)
+        .as_posix()
+        .startswith(("_", "genindex"))
     )
 
 
-TYPESET = "async () => { if (window.MathJax && MathJax.startup) await MathJax.startup.promise; }"
-FIGURES_DRAWN = "() => [...document.querySelectorAll('.mha-interactive')].every(e => e.querySelector('svg'))"
+TYPESET = (
+    "async () => { if (window.MathJax && MathJax.startup) "
+    "await MathJax.startup.promise; }"
+)
+FIGURES_DRAWN = (
+    "() => [...document.querySelectorAll('.mha-interactive')]"
+    ".every(e => e.querySelector('svg'))"
+)
 
 
 def visit(browser, url, screenshot=None):
-    """Open ``url`` and wait for the math and the figures; returns (page, script errors).
+    """Open ``url`` and wait for the math and the figures; returns (page,
+    script errors).
 
-    Requests to other hosts are aborted, and each one is reported as an error: the book must
-    not need the network.
+    Requests to other hosts are aborted, and each one is reported as an error:
+    the book must not need the network.
     """
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     errors = []
@@ -84,68 +108,120 @@ def visit(browser, url, screenshot=None):
 
     page.route("**/*", only_local)
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on(
+        "console",
+        lambda message: (
+            errors.append(message.text) if message.type == "error" else None
+        ),
+    )
     page.goto(url, wait_until="load")
     try:
         page.evaluate(TYPESET)
-    except sync_api.Error:  # the page redirected (index.html): wait for the next one
+    except (
+        sync_api.Error
+    ):  # the page redirected (index.html): wait for the next one
         page.wait_for_load_state("load")
         page.evaluate(TYPESET)
     page.wait_for_function(FIGURES_DRAWN, timeout=15000)
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(screenshot), full_page=True, type="jpeg", quality=80)  # JPEG: half the time of PNG
-    # An aborted request also logs "Failed to load resource"; the request itself is reported above.
+        page.screenshot(
+            path=str(screenshot), full_page=True, type="jpeg", quality=80
+        )  # JPEG: half the time of PNG
+    # An aborted request also logs "Failed to load resource"; the request
+    # itself is reported above.
     return page, [e for e in errors if "Failed to load resource" not in e]
 
 
 def move_every_control(page, name):
-    """Move each control of each interactive figure on ``page``; fails unless the drawing changes.
+    """Move each control of each interactive figure on ``page``; fails unless
+    the drawing changes.
 
     Returns the number of controls moved.
     """
     moved = 0
     for figure in page.query_selector_all(".mha-interactive"):
-        controls = figure.query_selector_all(".vega-bindings input[type=radio], .vega-bindings select")
+        controls = figure.query_selector_all(
+            ".vega-bindings input[type=radio], .vega-bindings select"
+        )
         assert controls, f"{name}: an interactive figure without a control"
         radios = [c for c in controls if c.get_attribute("type") == "radio"]
         selects = [c for c in controls if c.get_attribute("type") != "radio"]
-        for control in radios[:1] + selects:  # the radio buttons of one control share a name
+        for control in (
+            radios[:1] + selects
+        ):  # the radio buttons of one control share a name
             drawing = figure.eval_on_selector("svg", "svg => svg.innerHTML")
             if control in radios:
                 next(r for r in radios if not r.is_checked()).check()
             else:
-                options = control.eval_on_selector_all("option", "os => os.map(o => o.value)")
-                control.select_option(next(o for o in options if o != control.input_value()))
+                options = control.eval_on_selector_all(
+                    "option", "os => os.map(o => o.value)"
+                )
+                control.select_option(
+                    next(o for o in options if o != control.input_value())
+                )
             page.wait_for_function(
-                "([figure, before]) => figure.querySelector('svg').innerHTML !== before", arg=[figure, drawing]
+                "([figure, before]) => figure.querySelector('svg').innerHTML "
+                "!== before",
+                arg=[figure, drawing],
             )
             moved += 1
     return moved
 
 
-def test_every_page_renders_with_images_links_and_no_script_errors(site, browser):
-    """... and its math is typeset and every control of an interactive figure redraws it."""
+def test_every_page_renders_with_images_links_and_no_script_errors(
+    site, browser
+):
+    """... and its math is typeset and every control of an interactive figure
+    redraws it."""
     base, html_root = site
     all_pages = pages(html_root)
     assert "book/intro.html" in all_pages
-    checked = {"pages": 0, "images": 0, "links": 0, "formulas": 0, "controls": 0}
+    checked = {
+        "pages": 0,
+        "images": 0,
+        "links": 0,
+        "formulas": 0,
+        "controls": 0,
+    }
     for name in all_pages:
         url = urljoin(base, name)
-        screenshot = html_root.parent / "screenshots" / name.replace("/", "_").replace(".html", ".jpg")
+        screenshot = (
+            html_root.parent
+            / "screenshots"
+            / name.replace("/", "_").replace(".html", ".jpg")
+        )
         page, script_errors = visit(browser, url, screenshot)
-        assert not script_errors, f"{name}: script errors or requests to other hosts {script_errors}"
-        raw_math = page.eval_on_selector_all(".math", "ms => ms.filter(m => !m.querySelector('mjx-container')).length")
-        assert raw_math == 0, f"{name}: {raw_math} formulas left as raw TeX (MathJax did not typeset them)"
-        checked["formulas"] += page.eval_on_selector_all(".math", "ms => ms.length")
+        assert not script_errors, (
+            f"{name}: script errors or requests to other hosts {script_errors}"
+        )
+        raw_math = page.eval_on_selector_all(
+            ".math",
+            "ms => ms.filter(m => !m.querySelector('mjx-container')).length",
+        )
+        assert raw_math == 0, (
+            f"{name}: {raw_math} formulas left as raw TeX (MathJax did not "
+            "typeset them)"
+        )
+        checked["formulas"] += page.eval_on_selector_all(
+            ".math", "ms => ms.length"
+        )
         checked["controls"] += move_every_control(page, name)
-        assert not script_errors, f"{name}: script errors after moving the controls {script_errors}"
+        assert not script_errors, (
+            f"{name}: script errors after moving the controls {script_errors}"
+        )
         broken = page.eval_on_selector_all(
-            "img", "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)"
+            "img",
+            "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > "
+            "0)).map(i => i.src)",
         )
         assert not broken, f"{name}: images that did not load: {broken}"
-        checked["images"] += page.eval_on_selector_all("img", "imgs => imgs.length")
-        for href in page.eval_on_selector_all("a[href]", "links => links.map(a => a.href)"):
+        checked["images"] += page.eval_on_selector_all(
+            "img", "imgs => imgs.length"
+        )
+        for href in page.eval_on_selector_all(
+            "a[href]", "links => links.map(a => a.href)"
+        ):
             target, fragment = urldefrag(href)
             if not target.startswith(base):
                 continue  # other hosts and mailto: not ours to check
@@ -155,27 +231,49 @@ def test_every_page_renders_with_images_links_and_no_script_errors(site, browser
             assert path.is_file(), f"{name}: link to missing page {href}"
             if fragment and path.suffix == ".html":
                 text = path.read_text()
-                assert f'id="{fragment}"' in text, f"{name}: link to missing anchor {href}"
+                assert f'id="{fragment}"' in text, (
+                    f"{name}: link to missing anchor {href}"
+                )
             checked["links"] += 1
         page.close()
         checked["pages"] += 1
-    print(", ".join(f"{count} {what}" for what, count in checked.items()), "checked")
-    assert checked["formulas"] > 0, "no page has math: the MathJax check checked nothing"
-    notebooks = [json.loads(path.read_text()) for path in sorted((ROOT / "notebooks").glob("*.ipynb"))]
-    figures = sum("mha_lib.interactive" in "".join(cell["source"]) for nb in notebooks for cell in nb["cells"])
-    assert checked["controls"] >= figures >= 3, f"moved {checked['controls']} controls of {figures} interactive figures"
+    print(
+        ", ".join(f"{count} {what}" for what, count in checked.items()),
+        "checked",
+    )
+    assert checked["formulas"] > 0, (
+        "no page has math: the MathJax check checked nothing"
+    )
+    notebooks = [
+        json.loads(path.read_text())
+        for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
+    ]
+    figures = sum(
+        "mha_lib.interactive" in "".join(cell["source"])
+        for nb in notebooks
+        for cell in nb["cells"]
+    )
+    assert checked["controls"] >= figures >= 3, (
+        f"moved {checked['controls']} controls of {figures} interactive "
+        "figures"
+    )
 
 
 def test_chapter_pages_show_questions_answers_and_figures(site, browser):
     base, html_root = site
-    chapters = [name for name in pages(html_root) if name.startswith("notebooks/")]
+    chapters = [
+        name for name in pages(html_root) if name.startswith("notebooks/")
+    ]
     assert chapters, "no chapter pages were built"
     for name in chapters:
         page, _ = visit(browser, urljoin(base, name))
         text = page.inner_text("main")
-        assert "Questions answered here" in text and "Short answer." in text, f"{name}: no questions or answer"
+        assert "Questions answered here" in text and "Short answer." in text, (
+            f"{name}: no questions or answer"
+        )
         figures = page.eval_on_selector_all(
-            "main .cell_output img, main .mha-interactive svg", "figs => figs.filter(f => f.clientWidth > 100).length"
+            "main .cell_output img, main .mha-interactive svg",
+            "figs => figs.filter(f => f.clientWidth > 100).length",
         )
         assert figures >= 1, f"{name}: no figure is visible"
         page.close()
@@ -184,30 +282,51 @@ def test_chapter_pages_show_questions_answers_and_figures(site, browser):
 def test_intro_links_every_written_chapter(site, browser):
     base, html_root = site
     page, _ = visit(browser, urljoin(base, "book/intro.html"))
-    linked = set(page.eval_on_selector_all("main table a", "links => links.map(a => a.pathname)"))
+    linked = set(
+        page.eval_on_selector_all(
+            "main table a", "links => links.map(a => a.pathname)"
+        )
+    )
     for chapter in (html_root / "notebooks").glob("*.html"):
-        assert f"/notebooks/{chapter.name}" in linked, f"the questions table does not link {chapter.name}"
+        assert f"/notebooks/{chapter.name}" in linked, (
+            f"the questions table does not link {chapter.name}"
+        )
     page.close()
 
 
 def test_search_finds_a_term(site, browser):
     base, _ = site
-    page, script_errors = visit(browser, urljoin(base, "search.html?q=parameters"))
+    page, script_errors = visit(
+        browser, urljoin(base, "search.html?q=parameters")
+    )
     page.wait_for_selector("#search-results ul li, .search li", timeout=15000)
-    results = page.eval_on_selector_all("#search-results ul li, .search li", "items => items.length")
+    results = page.eval_on_selector_all(
+        "#search-results ul li, .search li", "items => items.length"
+    )
     assert results >= 1, "search found nothing for 'parameters'"
     assert not script_errors, script_errors
     page.close()
 
 
 def test_the_pdf_of_the_book_holds_every_chapter(site):
-    pypdf = pytest.importorskip("pypdf", reason="pypdf is not installed (pip install pypdf)")
+    pypdf = pytest.importorskip(
+        "pypdf", reason="pypdf is not installed (pip install pypdf)"
+    )
     _, html_root = site
     pdf = html_root / "mha-answered.pdf"
     assert pdf.is_file(), "the build wrote no PDF (book/_ext/book_pdf.py)"
-    text = unicodedata.normalize("NFKC", " ".join(page.extract_text() for page in pypdf.PdfReader(pdf).pages))
+    text = unicodedata.normalize(
+        "NFKC",
+        " ".join(page.extract_text() for page in pypdf.PdfReader(pdf).pages),
+    )
     squeezed = "".join(text.split())  # line breaks fall anywhere in a title
     for chapter in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        title = "".join(json.loads(chapter.read_text())["cells"][0]["source"]).splitlines()[0].lstrip("# ")
-        assert "".join(title.split()) in squeezed, f"the PDF lacks {chapter.stem} ({title!r})"
+        title = (
+            "".join(json.loads(chapter.read_text())["cells"][0]["source"])
+            .splitlines()[0]
+            .lstrip("# ")
+        )
+        assert "".join(title.split()) in squeezed, (
+            f"the PDF lacks {chapter.stem} ({title!r})"
+        )
     assert "\\frac" not in text and "$$" not in text, "the PDF shows raw TeX"

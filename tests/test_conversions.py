@@ -1,4 +1,5 @@
-"""Moving weights between torch's layer, the fused layer and one module per head."""
+"""Moving weights between torch's layer, the fused layer and one module per
+head."""
 
 import pytest
 import torch
@@ -8,25 +9,34 @@ from torch import nn
 import mha_lib
 
 
-@pytest.mark.parametrize("d_model,num_heads,head_dim", [(16, 2, None), (24, 3, 24), (20, 4, 3)])
+@pytest.mark.parametrize(
+    "d_model,num_heads,head_dim", [(16, 2, None), (24, 3, 24), (20, 4, 3)]
+)
 @pytest.mark.parametrize("bias", [True, False])
 def test_per_head_and_fused_round_trip(d_model, num_heads, head_dim, bias):
     torch.manual_seed(3)
-    layer = mha_lib.MultiHeadAttention(d_model, num_heads, head_dim=head_dim, bias=bias)
+    layer = mha_lib.MultiHeadAttention(
+        d_model, num_heads, head_dim=head_dim, bias=bias
+    )
     per_head = mha_lib.to_per_head(layer)
     back = mha_lib.to_fused(per_head)
     query, key, value = inputs(2, 5, 8, d_model)
     mask = torch.rand(5, 8) < 0.3
     mask[:, 0] = False
     results = [
-        model(query, key, value, attn_mask=mask, need_weights=True) for model in (layer, per_head, back)
+        model(query, key, value, attn_mask=mask, need_weights=True)
+        for model in (layer, per_head, back)
     ]
     for output, weights in results[1:]:
         torch.testing.assert_close(output, results[0][0], atol=ATOL, rtol=0)
         torch.testing.assert_close(weights, results[0][1], atol=ATOL, rtol=0)
     for name, tensor in layer.state_dict().items():
-        assert torch.equal(back.state_dict()[name], tensor), f"{name} changed in the round trip"
-    assert sum(p.numel() for p in per_head.parameters()) == sum(p.numel() for p in layer.parameters())
+        assert torch.equal(back.state_dict()[name], tensor), (
+            f"{name} changed in the round trip"
+        )
+    assert sum(p.numel() for p in per_head.parameters()) == sum(
+        p.numel() for p in layer.parameters()
+    )
 
 
 def test_per_head_weights_are_the_fused_blocks():
@@ -37,17 +47,23 @@ def test_per_head_weights_are_the_fused_blocks():
         rows = slice(4 * index, 4 * (index + 1))
         assert torch.equal(head.q_proj.weight, layer.q_proj.weight[rows])
         assert torch.equal(head.v_proj.bias, layer.v_proj.bias[rows])
-        assert torch.equal(head.out_proj.weight, layer.out_proj.weight[:, rows])
+        assert torch.equal(
+            head.out_proj.weight, layer.out_proj.weight[:, rows]
+        )
 
 
-@pytest.mark.parametrize("d_model,num_heads,bias", [(16, 4, True), (24, 2, False)])
+@pytest.mark.parametrize(
+    "d_model,num_heads,bias", [(16, 4, True), (24, 2, False)]
+)
 def test_to_torch_round_trip(d_model, num_heads, bias):
     torch.manual_seed(5)
     layer = mha_lib.MultiHeadAttention(d_model, num_heads, bias=bias)
     reference = mha_lib.to_torch(layer)
     assert reference.batch_first
     query, key, value = inputs(2, 4, 6, d_model)
-    expected, expected_weights = reference(query, key, value, average_attn_weights=False)
+    expected, expected_weights = reference(
+        query, key, value, average_attn_weights=False
+    )
     got, weights = layer(query, key, value, need_weights=True)
     torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
     torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
@@ -57,22 +73,37 @@ def test_to_torch_round_trip(d_model, num_heads, bias):
 
 
 def test_float64_and_devices_follow_the_source():
-    reference = nn.MultiheadAttention(8, 2, batch_first=True, dtype=torch.float64)
+    reference = nn.MultiheadAttention(
+        8, 2, batch_first=True, dtype=torch.float64
+    )
     ours = mha_lib.from_torch(reference)
     assert ours.q_proj.weight.dtype == torch.float64
     x = torch.randn(1, 3, 8, dtype=torch.float64)
-    torch.testing.assert_close(ours(x)[0], reference(x, x, x)[0], atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        ours(x)[0], reference(x, x, x)[0], atol=1e-12, rtol=0
+    )
 
 
 def test_interleaved_layout_converts_to_stacked():
     torch.manual_seed(0)
     reference = nn.MultiheadAttention(12, 3, batch_first=True)
-    weight, bias = reference.in_proj_weight.detach(), reference.in_proj_bias.detach()
+    weight, bias = (
+        reference.in_proj_weight.detach(),
+        reference.in_proj_bias.detach(),
+    )
     interleaved = mha_lib.stacked_to_interleaved(weight, 3)
-    # Head 1's key rows sit right after head 1's query rows in the interleaved layout.
-    assert torch.equal(interleaved[16:20], weight[12 + 4 : 12 + 8])  # rows: q0 k0 v0 q1 k1 ...
+    # Head 1's key rows sit right after head 1's query rows in the interleaved
+    # layout.
+    assert torch.equal(
+        interleaved[16:20], weight[12 + 4 : 12 + 8]
+    )  # rows: q0 k0 v0 q1 k1 ...
     assert torch.equal(mha_lib.interleaved_to_stacked(interleaved, 3), weight)
-    assert torch.equal(mha_lib.interleaved_to_stacked(mha_lib.stacked_to_interleaved(bias, 3), 3), bias)
+    assert torch.equal(
+        mha_lib.interleaved_to_stacked(
+            mha_lib.stacked_to_interleaved(bias, 3), 3
+        ),
+        bias,
+    )
     with pytest.raises(ValueError, match="3 \\* num_heads = 15"):
         mha_lib.interleaved_to_stacked(weight, 5)
 
@@ -80,18 +111,54 @@ def test_interleaved_layout_converts_to_stacked():
 @pytest.mark.parametrize(
     "call,error,words",
     [
-        (lambda: mha_lib.from_torch(nn.Linear(4, 4)), TypeError, "expects torch.nn.MultiheadAttention"),
-        (lambda: mha_lib.from_torch(nn.MultiheadAttention(8, 2, kdim=4)), ValueError, "kdim == vdim"),
-        (lambda: mha_lib.from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True)), ValueError, "add_bias_kv"),
-        (lambda: mha_lib.to_torch(mha_lib.MultiHeadAttention(8, 2, head_dim=8)), ValueError, "standard layer"),
-        (lambda: mha_lib.to_torch(mha_lib.MultiHeadAttention(8, 2, num_kv_heads=1)), ValueError, "standard layer"),
         (
-            lambda: mha_lib.to_per_head(mha_lib.MultiHeadAttention(8, 4, num_kv_heads=2)),
+            lambda: mha_lib.from_torch(nn.Linear(4, 4)),
+            TypeError,
+            "expects torch.nn.MultiheadAttention",
+        ),
+        (
+            lambda: mha_lib.from_torch(nn.MultiheadAttention(8, 2, kdim=4)),
+            ValueError,
+            "kdim == vdim",
+        ),
+        (
+            lambda: mha_lib.from_torch(
+                nn.MultiheadAttention(8, 2, add_bias_kv=True)
+            ),
+            ValueError,
+            "add_bias_kv",
+        ),
+        (
+            lambda: mha_lib.to_torch(
+                mha_lib.MultiHeadAttention(8, 2, head_dim=8)
+            ),
+            ValueError,
+            "standard layer",
+        ),
+        (
+            lambda: mha_lib.to_torch(
+                mha_lib.MultiHeadAttention(8, 2, num_kv_heads=1)
+            ),
+            ValueError,
+            "standard layer",
+        ),
+        (
+            lambda: mha_lib.to_per_head(
+                mha_lib.MultiHeadAttention(8, 4, num_kv_heads=2)
+            ),
             ValueError,
             "one key/value head per query head",
         ),
-        (lambda: mha_lib.to_per_head(nn.MultiheadAttention(8, 2)), TypeError, "expects mha_lib.MultiHeadAttention"),
-        (lambda: mha_lib.to_fused(mha_lib.MultiHeadAttention(8, 2)), TypeError, "expects mha_lib.PerHeadAttention"),
+        (
+            lambda: mha_lib.to_per_head(nn.MultiheadAttention(8, 2)),
+            TypeError,
+            "expects mha_lib.MultiHeadAttention",
+        ),
+        (
+            lambda: mha_lib.to_fused(mha_lib.MultiHeadAttention(8, 2)),
+            TypeError,
+            "expects mha_lib.PerHeadAttention",
+        ),
     ],
 )
 def test_bad_conversions(call, error, words):

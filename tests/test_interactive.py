@@ -1,6 +1,8 @@
-"""mha_lib.interactive: the Vega-Lite specifications, their data and their controls, and bad input.
+"""mha_lib.interactive: the Vega-Lite specifications, their data and their
+controls, and bad input.
 
-The browser test (tests/test_browser.py) moves the controls of the built figures.
+The browser test (tests/test_browser.py) moves the controls of the built
+figures.
 """
 
 import json
@@ -10,7 +12,13 @@ import pytest
 import torch
 
 import mha_lib
-from mha_lib.interactive import MIMETYPE, Interactive, attention_by_head_count, ownership_by_head_count, records_chart
+from mha_lib.interactive import (
+    MIMETYPE,
+    Interactive,
+    attention_by_head_count,
+    ownership_by_head_count,
+    records_chart,
+)
 
 RECORDS = [
     {"task": "copy", "variant": "standard", "cost": 1.0, "loss": 0.5},
@@ -21,22 +29,37 @@ RECORDS = [
 
 
 def test_records_chart_filters_by_the_control_and_keeps_one_y_range():
-    figure = records_chart(RECORDS, x="cost", y="loss", color="variant", select="task")
+    figure = records_chart(
+        RECORDS, x="cost", y="loss", color="variant", select="task"
+    )
     spec = figure.spec
     assert figure.controls == ["pick"]
     (param,) = spec["params"]
-    assert param["bind"]["options"] == ["copy", "sort"] and param["value"] == "copy"
+    assert (
+        param["bind"]["options"] == ["copy", "sort"]
+        and param["value"] == "copy"
+    )
     assert spec["transform"] == [{"filter": 'datum["task"] == pick'}]
     assert spec["data"]["values"] == RECORDS
-    assert spec["encoding"]["y"]["scale"]["domain"] == [0, 1.5], "the y range must cover every task"
+    assert spec["encoding"]["y"]["scale"]["domain"] == [0, 1.5], (
+        "the y range must cover every task"
+    )
     assert spec["encoding"]["color"]["field"] == "variant"
     bundle = figure._repr_mimebundle_()
-    assert json.loads(json.dumps(bundle[MIMETYPE])) == spec and "text/plain" in bundle
+    assert (
+        json.loads(json.dumps(bundle[MIMETYPE])) == spec
+        and "text/plain" in bundle
+    )
 
 
 def test_records_chart_accepts_numpy_and_torch_scalars_and_a_start_value():
-    records = [{"c": np.float64(c), "h": torch.tensor(2), "gap": np.float32(0.5)} for c in (0.1, 0.01)]
-    figure = records_chart(records, x="h", y="gap", select="c", start=0.1, control="radio")
+    records = [
+        {"c": np.float64(c), "h": torch.tensor(2), "gap": np.float32(0.5)}
+        for c in (0.1, 0.01)
+    ]
+    figure = records_chart(
+        records, x="h", y="gap", select="c", start=0.1, control="radio"
+    )
     assert figure.spec["params"][0]["value"] == 0.1
     assert figure.spec["params"][0]["bind"]["input"] == "radio"
     assert figure.spec["params"][0]["bind"]["labels"] == ["0.01", "0.1"]
@@ -48,12 +71,42 @@ def test_records_chart_accepts_numpy_and_torch_scalars_and_a_start_value():
     [
         ([], {}, TypeError, "non-empty list of dicts"),
         ([{"cost": 1, "loss": 1}], {}, ValueError, "field 'task' is missing"),
-        ([{"cost": "a", "loss": 1, "task": "x"}], {}, TypeError, "not a number"),
-        ([{"cost": 1, "loss": float("nan"), "task": "x"}], {}, ValueError, "finite"),
-        ([{"cost": 1, "loss": 1, "task": "x"}], {"mark": "pie"}, ValueError, "mark must be one of"),
-        ([{"cost": 1, "loss": 1, "task": "x"}], {"control": "slider"}, ValueError, "control must be one of"),
-        ([{"cost": 1, "loss": 1, "task": "x"}], {"start": "y"}, ValueError, "start must be one of"),
-        ([{"cost": 1, "loss": 0, "task": "x"}], {"logy": True}, ValueError, "log axis needs positive"),
+        (
+            [{"cost": "a", "loss": 1, "task": "x"}],
+            {},
+            TypeError,
+            "not a number",
+        ),
+        (
+            [{"cost": 1, "loss": float("nan"), "task": "x"}],
+            {},
+            ValueError,
+            "finite",
+        ),
+        (
+            [{"cost": 1, "loss": 1, "task": "x"}],
+            {"mark": "pie"},
+            ValueError,
+            "mark must be one of",
+        ),
+        (
+            [{"cost": 1, "loss": 1, "task": "x"}],
+            {"control": "slider"},
+            ValueError,
+            "control must be one of",
+        ),
+        (
+            [{"cost": 1, "loss": 1, "task": "x"}],
+            {"start": "y"},
+            ValueError,
+            "start must be one of",
+        ),
+        (
+            [{"cost": 1, "loss": 0, "task": "x"}],
+            {"logy": True},
+            ValueError,
+            "log axis needs positive",
+        ),
     ],
 )
 def test_records_chart_rejects_bad_input(records, options, error, match):
@@ -66,10 +119,16 @@ def test_attention_by_head_count_holds_every_map_and_every_bar():
     moved = {h: torch.rand(5) for h in (1, 2, 4)}
     figure = attention_by_head_count(maps, moved)
     bars, heatmaps = figure.spec["vconcat"]
-    assert figure.controls == ["h"] and figure.spec["params"][0]["bind"]["options"] == [1, 2, 4]
+    assert figure.controls == ["h"] and figure.spec["params"][0]["bind"][
+        "options"
+    ] == [1, 2, 4]
     assert len(heatmaps["data"]["values"]) == (1 + 2 + 4) * 5 * 5
     assert len(bars["data"]["values"]) == 3 * 5
-    assert heatmaps["transform"] == bars["transform"] == [{"filter": "datum.h == h"}]
+    assert (
+        heatmaps["transform"]
+        == bars["transform"]
+        == [{"filter": "datum.h == h"}]
+    )
     assert isinstance(figure, Interactive)
 
 
@@ -86,7 +145,9 @@ def test_ownership_by_head_count_keeps_the_weights_and_recolours_by_head():
     layer = mha_lib.MultiHeadAttention(12, 1)
     figure = ownership_by_head_count(layer, [1, 2, 3, 4])
     rows = figure.spec["data"]["values"]
-    assert [row["part"] for row in rows].count("in") == 3 * 12 and [row["part"] for row in rows].count("out") == 12
+    assert [row["part"] for row in rows].count("in") == 3 * 12 and [
+        row["part"] for row in rows
+    ].count("out") == 12
     assert all(len(row["w"]) == 12 for row in rows), "one magnitude per weight"
     assert max(max(row["w"]) for row in rows) == 1.0
     assert figure.controls == ["h"] and figure.spec["params"][0]["value"] == 4

@@ -1,5 +1,5 @@
-"""mha_lib's layers against torch.nn.MultiheadAttention, against each other and against
-attention written out by hand; bad input to their forward."""
+"""mha_lib's layers against torch.nn.MultiheadAttention, against each other and
+against attention written out by hand; bad input to their forward."""
 
 import itertools
 
@@ -9,7 +9,8 @@ from support import ATOL, inputs, random_masks, reference_pair
 
 import mha_lib
 
-# (d_model, num_heads, n_query, n_key): self-attention (n_key None) and cross-attention
+# (d_model, num_heads, n_query, n_key): self-attention (n_key None) and
+# cross-attention
 CONFIGS = [
     (8, 1, 5, None),
     (16, 2, 7, None),
@@ -26,7 +27,9 @@ CONFIGS = [
 def test_matches_torch_unmasked(d_model, num_heads, n_query, n_key, bias):
     reference, ours = reference_pair(d_model, num_heads, bias)
     query, key, value = inputs(3, n_query, n_key, d_model)
-    expected, expected_weights = reference(query, key, value, average_attn_weights=False)
+    expected, expected_weights = reference(
+        query, key, value, average_attn_weights=False
+    )
     fast, none = ours(query, key, value)
     slow, weights = ours(query, key, value, need_weights=True)
     assert none is None
@@ -39,19 +42,42 @@ def test_matches_torch_unmasked(d_model, num_heads, n_query, n_key, bias):
 @pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")
 @pytest.mark.parametrize("d_model,num_heads,n_query,n_key", CONFIGS[:6])
 @pytest.mark.parametrize("need_weights", [True, False])
-def test_matches_torch_with_masks(d_model, num_heads, n_query, n_key, need_weights):
+def test_matches_torch_with_masks(
+    d_model, num_heads, n_query, n_key, need_weights
+):
     reference, ours = reference_pair(d_model, num_heads)
     query, key, value = inputs(2, n_query, n_key, d_model)
     n_key = n_key or n_query
-    attn_mask, padding, per_head = random_masks(2, num_heads, n_query, n_key, seed=d_model)
-    for mask, pad in [(attn_mask, None), (None, padding), (attn_mask, padding), (per_head, padding)]:
+    attn_mask, padding, per_head = random_masks(
+        2, num_heads, n_query, n_key, seed=d_model
+    )
+    for mask, pad in [
+        (attn_mask, None),
+        (None, padding),
+        (attn_mask, padding),
+        (per_head, padding),
+    ]:
         expected, expected_weights = reference(
-            query, key, value, attn_mask=mask, key_padding_mask=pad, average_attn_weights=False
+            query,
+            key,
+            value,
+            attn_mask=mask,
+            key_padding_mask=pad,
+            average_attn_weights=False,
         )
-        got, weights = ours(query, key, value, attn_mask=mask, key_padding_mask=pad, need_weights=need_weights)
+        got, weights = ours(
+            query,
+            key,
+            value,
+            attn_mask=mask,
+            key_padding_mask=pad,
+            need_weights=need_weights,
+        )
         torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
         if need_weights:
-            torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
+            torch.testing.assert_close(
+                weights, expected_weights, atol=ATOL, rtol=0
+            )
 
 
 @pytest.mark.parametrize("d_model,num_heads", [(16, 2), (64, 8)])
@@ -59,12 +85,16 @@ def test_causal_matches_torch_and_hides_the_future(d_model, num_heads):
     reference, ours = reference_pair(d_model, num_heads)
     query, key, value = inputs(2, 9, None, d_model)
     future = torch.ones(9, 9, dtype=torch.bool).triu(1)
-    expected, _ = reference(query, key, value, attn_mask=future, is_causal=True)
+    expected, _ = reference(
+        query, key, value, attn_mask=future, is_causal=True
+    )
     got, weights = ours(query, is_causal=True, need_weights=True)
     fast, _ = ours(query, is_causal=True)
     torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
     torch.testing.assert_close(fast, expected, atol=ATOL, rtol=0)
-    assert torch.all(weights.masked_select(future) == 0), "a query attended to a later key"
+    assert torch.all(weights.masked_select(future) == 0), (
+        "a query attended to a later key"
+    )
     # Changing the last token must not change any earlier output.
     changed = query.clone()
     changed[:, -1] += 1.0
@@ -80,17 +110,30 @@ def test_fully_masked_rows_give_zero_attention_and_finite_gradients():
     padding = torch.zeros(2, 5, dtype=torch.bool)
     padding[1] = True  # the whole second sequence is padding
     for need_weights in (True, False):
-        output, weights = ours(query, attn_mask=attn_mask, key_padding_mask=padding, need_weights=need_weights)
+        output, weights = ours(
+            query,
+            attn_mask=attn_mask,
+            key_padding_mask=padding,
+            need_weights=need_weights,
+        )
         assert torch.isfinite(output).all(), "a fully masked row produced NaN"
         bias = ours.out_proj.bias.expand(5, 16)
-        torch.testing.assert_close(output[0, 2], bias[2])  # zero attention output, then W_O adds bias
+        torch.testing.assert_close(
+            output[0, 2], bias[2]
+        )  # zero attention output, then W_O adds bias
         torch.testing.assert_close(output[1], bias)
         if need_weights:
-            assert torch.all(weights[0, :, 2] == 0) and torch.all(weights[1] == 0)
-            torch.testing.assert_close(weights[0, :, [0, 1, 3, 4]].sum(-1), torch.ones(4, 4))
+            assert torch.all(weights[0, :, 2] == 0) and torch.all(
+                weights[1] == 0
+            )
+            torch.testing.assert_close(
+                weights[0, :, [0, 1, 3, 4]].sum(-1), torch.ones(4, 4)
+            )
         output.sum().backward()
         assert torch.isfinite(query.grad).all(), "gradient is not finite"
-        assert torch.all(query.grad[1] == 0), "a fully padded sequence received gradient"
+        assert torch.all(query.grad[1] == 0), (
+            "a fully padded sequence received gradient"
+        )
         query.grad = None
 
 
@@ -104,10 +147,15 @@ def test_head_mask_scales_each_head_and_is_differentiable():
     torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
     # By hand: head outputs summed through their own W_O blocks.
     _, weights = ours(x, need_weights=True)
-    values = ours.v_proj(x).view(2, 6, 4, 8).transpose(1, 2)  # (batch, heads, seq, head_dim)
+    values = (
+        ours.v_proj(x).view(2, 6, 4, 8).transpose(1, 2)
+    )  # (batch, heads, seq, head_dim)
     heads = weights @ values
     blocks = ours.out_proj.weight.view(32, 4, 8)  # (d_model, heads, head_dim)
-    manual = torch.einsum("bhsk,dhk,h->bsd", heads, blocks, head_mask.detach()) + ours.out_proj.bias
+    manual = (
+        torch.einsum("bhsk,dhk,h->bsd", heads, blocks, head_mask.detach())
+        + ours.out_proj.bias
+    )
     torch.testing.assert_close(got, manual, atol=ATOL, rtol=0)
     got.pow(2).sum().backward()
     assert head_mask.grad is not None and torch.all(head_mask.grad != 0)
@@ -117,13 +165,29 @@ def test_head_mask_scales_each_head_and_is_differentiable():
 
 @pytest.mark.parametrize(
     "num_heads,head_dim,value_dim,num_kv_heads",
-    [(4, 8, None, 2), (4, 8, None, 1), (2, 32, None, None), (3, 5, None, None),
-     (4, 2, 32, None), (4, 32, 8, None), (4, 8, 3, 2)],
-)  # fmt: skip
-def test_variants_equal_an_explicit_computation(num_heads, head_dim, value_dim, num_kv_heads):
-    """Wide, custom, grouped-query and value-sized layers against attention written out head by head."""
+    [
+        (4, 8, None, 2),
+        (4, 8, None, 1),
+        (2, 32, None, None),
+        (3, 5, None, None),
+        (4, 2, 32, None),
+        (4, 32, 8, None),
+        (4, 8, 3, 2),
+    ],
+)
+def test_variants_equal_an_explicit_computation(
+    num_heads, head_dim, value_dim, num_kv_heads
+):
+    """Wide, custom, grouped-query and value-sized layers against attention
+    written out head by head."""
     torch.manual_seed(0)
-    layer = mha_lib.MultiHeadAttention(32, num_heads, head_dim=head_dim, value_dim=value_dim, num_kv_heads=num_kv_heads)
+    layer = mha_lib.MultiHeadAttention(
+        32,
+        num_heads,
+        head_dim=head_dim,
+        value_dim=value_dim,
+        num_kv_heads=num_kv_heads,
+    )
     kv_heads, value_size = num_kv_heads or num_heads, value_dim or head_dim
     x = torch.randn(2, 7, 32)
     got, weights = layer(x, need_weights=True)
@@ -133,10 +197,14 @@ def test_variants_equal_an_explicit_computation(num_heads, head_dim, value_dim, 
     v = layer.v_proj(x).view(2, 7, kv_heads, value_size)
     outputs = []
     for head in range(num_heads):
-        kv = head // (num_heads // kv_heads)  # the key/value head this query head shares
+        kv = head // (
+            num_heads // kv_heads
+        )  # the key/value head this query head shares
         scores = q[:, :, head] @ k[:, :, kv].transpose(1, 2) / head_dim**0.5
         attention = scores.softmax(-1)
-        torch.testing.assert_close(weights[:, head], attention, atol=ATOL, rtol=0)
+        torch.testing.assert_close(
+            weights[:, head], attention, atol=ATOL, rtol=0
+        )
         outputs.append(attention @ v[:, :, kv])
     expected = layer.out_proj(torch.cat(outputs, dim=-1))
     torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
@@ -149,9 +217,25 @@ def test_every_combination_of_mask_kinds_on_per_head_layer():
     per_head = mha_lib.to_per_head(layer)
     query, key, value = inputs(2, 5, 6, 16)
     attn_mask, padding, per_head_mask = random_masks(2, 4, 5, 6, seed=9)
-    for mask, pad in itertools.product([None, attn_mask, per_head_mask], [None, padding]):
-        a, wa = layer(query, key, value, attn_mask=mask, key_padding_mask=pad, need_weights=True)
-        b, wb = per_head(query, key, value, attn_mask=mask, key_padding_mask=pad, need_weights=True)
+    for mask, pad in itertools.product(
+        [None, attn_mask, per_head_mask], [None, padding]
+    ):
+        a, wa = layer(
+            query,
+            key,
+            value,
+            attn_mask=mask,
+            key_padding_mask=pad,
+            need_weights=True,
+        )
+        b, wb = per_head(
+            query,
+            key,
+            value,
+            attn_mask=mask,
+            key_padding_mask=pad,
+            need_weights=True,
+        )
         torch.testing.assert_close(a, b, atol=ATOL, rtol=0)
         torch.testing.assert_close(wa, wb, atol=ATOL, rtol=0)
 
@@ -165,19 +249,67 @@ X = torch.randn(2, 5, 16)
 @pytest.mark.parametrize(
     "call,error,words",
     [
-        (lambda: LAYER(torch.randn(2, 5, 8)), ValueError, "feature size 8, but the layer expects d_model=16"),
-        (lambda: LAYER(torch.randn(5, 16)), ValueError, r"shape \(batch, seq, d_model=16\).*unsqueeze"),
-        (lambda: LAYER(torch.randn(1, 2, 5, 16)), ValueError, r"must have shape \(batch, seq"),
+        (
+            lambda: LAYER(torch.randn(2, 5, 8)),
+            ValueError,
+            "feature size 8, but the layer expects d_model=16",
+        ),
+        (
+            lambda: LAYER(torch.randn(5, 16)),
+            ValueError,
+            r"shape \(batch, seq, d_model=16\).*unsqueeze",
+        ),
+        (
+            lambda: LAYER(torch.randn(1, 2, 5, 16)),
+            ValueError,
+            r"must have shape \(batch, seq",
+        ),
         (lambda: LAYER(X.numpy()), TypeError, "query must be a torch.Tensor"),
-        (lambda: LAYER(torch.ones(2, 5, 16, dtype=torch.long)), TypeError, "floating-point"),
-        (lambda: LAYER(X, torch.randn(3, 5, 16)), ValueError, "share the batch size"),
-        (lambda: LAYER(X, torch.randn(2, 6, 16), torch.randn(2, 7, 16)), ValueError, "same length"),
-        (lambda: LAYER(X, attn_mask=torch.zeros(5, 4, dtype=torch.bool)), ValueError, r"attn_mask has shape \(5, 4\)"),
-        (lambda: LAYER(X, attn_mask=torch.zeros(5, 5, dtype=torch.long)), TypeError, "attn_mask must be a bool"),
-        (lambda: LAYER(X, key_padding_mask=torch.zeros(5, 2).bool()), ValueError, "key_padding_mask has shape"),
-        (lambda: LAYER(X, key_padding_mask=[[True] * 5] * 2), TypeError, "key_padding_mask must be a torch.Tensor"),
-        (lambda: LAYER(X, head_mask=torch.ones(3)), ValueError, r"head_mask must have shape \(num_heads,\) = \(4,\)"),
-        (lambda: LAYER(X, head_mask=[1, 1, 1, 1]), TypeError, "head_mask must be a torch.Tensor"),
+        (
+            lambda: LAYER(torch.ones(2, 5, 16, dtype=torch.long)),
+            TypeError,
+            "floating-point",
+        ),
+        (
+            lambda: LAYER(X, torch.randn(3, 5, 16)),
+            ValueError,
+            "share the batch size",
+        ),
+        (
+            lambda: LAYER(X, torch.randn(2, 6, 16), torch.randn(2, 7, 16)),
+            ValueError,
+            "same length",
+        ),
+        (
+            lambda: LAYER(X, attn_mask=torch.zeros(5, 4, dtype=torch.bool)),
+            ValueError,
+            r"attn_mask has shape \(5, 4\)",
+        ),
+        (
+            lambda: LAYER(X, attn_mask=torch.zeros(5, 5, dtype=torch.long)),
+            TypeError,
+            "attn_mask must be a bool",
+        ),
+        (
+            lambda: LAYER(X, key_padding_mask=torch.zeros(5, 2).bool()),
+            ValueError,
+            "key_padding_mask has shape",
+        ),
+        (
+            lambda: LAYER(X, key_padding_mask=[[True] * 5] * 2),
+            TypeError,
+            "key_padding_mask must be a torch.Tensor",
+        ),
+        (
+            lambda: LAYER(X, head_mask=torch.ones(3)),
+            ValueError,
+            r"head_mask must have shape \(num_heads,\) = \(4,\)",
+        ),
+        (
+            lambda: LAYER(X, head_mask=[1, 1, 1, 1]),
+            TypeError,
+            "head_mask must be a torch.Tensor",
+        ),
     ],
 )
 def test_bad_forward_input(call, error, words):
@@ -191,14 +323,35 @@ def test_a_head_is_callable_and_the_per_head_layer_is_the_sum_of_its_heads():
     query, key, value = inputs(2, 5, 7, 24)
     attn_mask, padding, per_head_mask = random_masks(2, 3, 5, 7, seed=4)
     for mask in (attn_mask, per_head_mask):
-        output, weights = per_head(query, key, value, attn_mask=mask, key_padding_mask=padding, need_weights=True)
+        output, weights = per_head(
+            query,
+            key,
+            value,
+            attn_mask=mask,
+            key_padding_mask=padding,
+            need_weights=True,
+        )
         total = per_head.out_bias.expand_as(output)
         for index, head in enumerate(per_head.heads):
-            head_mask = mask if mask.dim() == 2 else mask.view(2, 3, 5, 7)[:, index]
-            contribution, head_weights = head(query, key, value, attn_mask=head_mask, key_padding_mask=padding,
-                                              need_weights=True)  # fmt: skip
-            assert contribution.shape == (2, 5, 24) and head_weights.shape == (2, 5, 7)
-            torch.testing.assert_close(head_weights, weights[:, index], atol=ATOL, rtol=0)
+            head_mask = (
+                mask if mask.dim() == 2 else mask.view(2, 3, 5, 7)[:, index]
+            )
+            contribution, head_weights = head(
+                query,
+                key,
+                value,
+                attn_mask=head_mask,
+                key_padding_mask=padding,
+                need_weights=True,
+            )
+            assert contribution.shape == (2, 5, 24) and head_weights.shape == (
+                2,
+                5,
+                7,
+            )
+            torch.testing.assert_close(
+                head_weights, weights[:, index], atol=ATOL, rtol=0
+            )
             total = total + contribution
         torch.testing.assert_close(output, total, atol=ATOL, rtol=0)
     fast, none = per_head.heads[0](query)
@@ -208,33 +361,61 @@ def test_a_head_is_callable_and_the_per_head_layer_is_the_sum_of_its_heads():
 
 
 def block_diagonal_twin(chunked):
-    """A MultiHeadAttention computing what ``chunked`` computes, with block-diagonal q/k/v weights."""
+    """A MultiHeadAttention computing what ``chunked`` computes, with
+    block-diagonal q/k/v weights."""
     d, h = chunked.d_model, chunked.num_heads
     twin = mha_lib.MultiHeadAttention(d, h)
     with torch.no_grad():
         for name in ("q_proj", "k_proj", "v_proj"):
             source, target = getattr(chunked, name), getattr(twin, name)
-            target.weight.copy_(torch.block_diag(*source.weight))  # (d, d), head i's block on the diagonal
+            target.weight.copy_(
+                torch.block_diag(*source.weight)
+            )  # (d, d), head i's block on the diagonal
             target.bias.copy_(source.bias.flatten())
         twin.out_proj.load_state_dict(chunked.out_proj.state_dict())
     return twin
 
 
 @pytest.mark.parametrize("d_model,num_heads", [(16, 4), (24, 3), (8, 1)])
-def test_chunked_layer_is_a_standard_layer_with_block_diagonal_projections(d_model, num_heads):
+def test_chunked_layer_is_a_standard_layer_with_block_diagonal_projections(
+    d_model, num_heads
+):
     torch.manual_seed(1)
     chunked = mha_lib.ChunkedAttention(d_model, num_heads)
     twin = block_diagonal_twin(chunked)
     query, key, value = inputs(2, 5, 6, d_model)
-    attn_mask, padding, per_head_mask = random_masks(2, num_heads, 5, 6, seed=2)
-    for mask, pad, need_weights in [(None, None, False), (attn_mask, padding, True), (per_head_mask, None, True)]:
-        got, weights = chunked(query, key, value, attn_mask=mask, key_padding_mask=pad, need_weights=need_weights)
-        expected, expected_weights = twin(query, key, value, attn_mask=mask, key_padding_mask=pad,
-                                          need_weights=need_weights)  # fmt: skip
+    attn_mask, padding, per_head_mask = random_masks(
+        2, num_heads, 5, 6, seed=2
+    )
+    for mask, pad, need_weights in [
+        (None, None, False),
+        (attn_mask, padding, True),
+        (per_head_mask, None, True),
+    ]:
+        got, weights = chunked(
+            query,
+            key,
+            value,
+            attn_mask=mask,
+            key_padding_mask=pad,
+            need_weights=need_weights,
+        )
+        expected, expected_weights = twin(
+            query,
+            key,
+            value,
+            attn_mask=mask,
+            key_padding_mask=pad,
+            need_weights=need_weights,
+        )
         torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
         if need_weights:
-            torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
-    assert mha_lib.count_trainable(chunked) == mha_lib.parameter_count(d_model, num_heads, chunked=True)
+            torch.testing.assert_close(
+                weights, expected_weights, atol=ATOL, rtol=0
+            )
+    assert mha_lib.count_trainable(chunked) == mha_lib.parameter_count(
+        d_model, num_heads, chunked=True
+    )
 
 
 def test_a_chunked_head_reads_only_its_own_chunk():
@@ -244,11 +425,17 @@ def test_a_chunked_head_reads_only_its_own_chunk():
     x_again = x.detach().clone().requires_grad_()
     _, weights = chunked(x, need_weights=True)
     weights[0, 1].sum().backward()  # head 1's attention pattern
-    reads = x.grad.abs().sum(dim=(0, 1)) > 0  # (d_model,): the features it depends on
-    assert reads.tolist() == [False] * 4 + [True] * 4 + [False] * 8, "head 1 should read features 4-7 only"
+    reads = (
+        x.grad.abs().sum(dim=(0, 1)) > 0
+    )  # (d_model,): the features it depends on
+    assert reads.tolist() == [False] * 4 + [True] * 4 + [False] * 8, (
+        "head 1 should read features 4-7 only"
+    )
     output, _ = chunked(x_again)
     output.sum().backward()
-    assert torch.all(x_again.grad.abs().sum(dim=(0, 1)) > 0), "W_O mixes every head into every output"
+    assert torch.all(x_again.grad.abs().sum(dim=(0, 1)) > 0), (
+        "W_O mixes every head into every output"
+    )
     with pytest.raises(ValueError, match="not divisible"):
         mha_lib.ChunkedAttention(10, 4)
     with pytest.raises(ValueError, match="feature size 8"):
@@ -257,9 +444,15 @@ def test_a_chunked_head_reads_only_its_own_chunk():
 
 def test_value_dim_defaults_to_head_dim_and_is_checked():
     layer = mha_lib.MultiHeadAttention(16, 4)
-    assert layer.value_dim == layer.head_dim == 4 and "value_dim" not in layer.extra_repr()
+    assert (
+        layer.value_dim == layer.head_dim == 4
+        and "value_dim" not in layer.extra_repr()
+    )
     sized = mha_lib.MultiHeadAttention(16, 4, head_dim=16, value_dim=4)
-    assert sized.v_proj.weight.shape == (16, 16) and sized.out_proj.weight.shape == (16, 16)
+    assert sized.v_proj.weight.shape == (
+        16,
+        16,
+    ) and sized.out_proj.weight.shape == (16, 16)
     assert "value_dim=4" in sized.extra_repr()
     with pytest.raises(ValueError, match="value_dim"):
         mha_lib.MultiHeadAttention(16, 4, value_dim=0)

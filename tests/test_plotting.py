@@ -8,14 +8,20 @@ matplotlib.use("Agg")
 
 from mha_lib import plotting  # noqa: E402
 
-TEXT_COLUMN_PX = 752  # the width of the book's text column at a 1280-pixel window
+TEXT_COLUMN_PX = (
+    752  # the width of the book's text column at a 1280-pixel window
+)
 
 
 def test_figures_draw():
     history = {"step": [0, 1, 2], "loss": [1.0, 0.5, 0.25]}
     ax = plotting.learning_curves({"a": [history, history]})
     assert len(ax.lines) == 1
-    figure = plotting.attention_grid(torch.rand(2, 3, 4, 4), row_labels=["x", "y"], column_labels=list("abc"))
+    figure = plotting.matrix_grid(
+        torch.rand(2, 3, 4, 4),
+        row_labels=["x", "y"],
+        column_labels=list("abc"),
+    )
     assert len(figure.axes) == 6
 
 
@@ -23,31 +29,68 @@ def test_the_book_style_fits_the_column_with_type_as_large_as_the_text():
     matplotlib.rcdefaults()
     plotting.use_book_style()
     width, _ = matplotlib.rcParams["figure.figsize"]
-    assert width * matplotlib.rcParams["figure.dpi"] <= TEXT_COLUMN_PX, "a default figure would be shrunk"
+    assert width * matplotlib.rcParams["figure.dpi"] <= TEXT_COLUMN_PX, (
+        "a default figure would be shrunk"
+    )
     points_to_px = matplotlib.rcParams["figure.dpi"] / 72
-    assert matplotlib.rcParams["xtick.labelsize"] * points_to_px >= 14, "tick labels smaller than 14 px"
-    ax = plotting.line_chart({"a": ([1, 2, 4], [3, 2, 1])}, xlabel="h", ylabel="y", logx=True)
-    assert ax.xaxis.label.get_fontsize() == matplotlib.rcParams["axes.labelsize"]
+    assert matplotlib.rcParams["xtick.labelsize"] * points_to_px >= 14, (
+        "tick labels smaller than 14 px"
+    )
+    ax = plotting.line_chart(
+        {"a": ([1, 2, 4], [3, 2, 1])}, xlabel="h", ylabel="y", logx=True
+    )
+    assert (
+        ax.xaxis.label.get_fontsize() == matplotlib.rcParams["axes.labelsize"]
+    )
 
 
 def test_quality_vs_cost_draws_one_point_per_layer_and_a_table_renders():
     records = [
-        dict(kind=kind, heads=heads, head_size=size, params=params, flops=10 * params, loss=loss)
-        for kind, heads, size, params in (("standard", 4, 8, 100), ("wide", 4, 32, 400), ("other", 4, 16, 200))
+        dict(
+            kind=kind,
+            heads=heads,
+            head_size=size,
+            params=params,
+            flops=10 * params,
+            loss=loss,
+        )
+        for kind, heads, size, params in (
+            ("standard", 4, 8, 100),
+            ("wide", 4, 32, 400),
+            ("other", 4, 16, 200),
+        )
         for loss in (0.1, 0.2, 0.3)
     ]
     axes = plotting.quality_vs_cost(records)
     assert len(axes) == 2
-    points = [line for line in axes[0].lines if line.get_linestyle() == "None" and len(line.get_xdata()) == 1]
+    points = [
+        line
+        for line in axes[0].lines
+        if line.get_linestyle() == "None" and len(line.get_xdata()) == 1
+    ]
     medians = [line.get_ydata()[0] for line in points]
-    assert medians == pytest.approx([0.2, 0.2, 0.2]), "one median point per layer"
+    assert medians == pytest.approx([0.2, 0.2, 0.2]), (
+        "one median point per layer"
+    )
     table = plotting.markdown_table(["a", "b"], [[1, 2], [3, 4]]).data
-    assert table.splitlines() == ["| a | b |", "|---|---|", "| 1 | 2 |", "| 3 | 4 |"]
+    assert table.splitlines() == [
+        "| a | b |",
+        "|---|---|",
+        "| 1 | 2 |",
+        "| 3 | 4 |",
+    ]
 
 
 def test_heatmaps_draw_and_check_their_input():
-    ax = plotting.heatmap(torch.rand(3, 5), xticks=list("abcde"), yticks=([0, 2], ["x", "z"]), title="t")
-    assert [label.get_text() for label in ax.get_xticklabels()] == list("abcde")
+    ax = plotting.heatmap(
+        torch.rand(3, 5),
+        xticks=list("abcde"),
+        yticks=([0, 2], ["x", "z"]),
+        title="t",
+    )
+    assert [label.get_text() for label in ax.get_xticklabels()] == list(
+        "abcde"
+    )
     assert len(ax.figure.axes) == 2, "the colourbar is missing"
     figure = plotting.matrix_grid(torch.rand(2, 2, 3, 3), colorbar=True)
     assert len(figure.axes) == 5

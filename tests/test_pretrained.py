@@ -1,4 +1,5 @@
-"""The all-MiniLM-L6-v2 loader (Chapter 6): hash check, no network, equality with the reference."""
+"""The all-MiniLM-L6-v2 loader (Chapter 6): hash check, no network, equality
+with the reference."""
 
 import os
 
@@ -11,7 +12,8 @@ from mha_lib import pretrained  # noqa: E402
 SENTENCES = [
     "The cat sat on the mat.",
     "A man is playing a guitar on stage.",
-    "Attention heads look at different tokens, and some of them can be removed.",
+    "Attention heads look at different tokens, and some of them can be "
+    "removed.",
     "Hi",
 ]
 
@@ -49,32 +51,52 @@ def test_architecture_uses_mha_lib_attention(model):
     assert len(model.layers) == 6
     for layer in model.layers:
         assert isinstance(layer.attention, mha_lib.MultiHeadAttention)
-        assert (layer.attention.num_heads, layer.attention.head_dim, layer.attention.d_model) == (12, 32, 384)
+        assert (
+            layer.attention.num_heads,
+            layer.attention.head_dim,
+            layer.attention.d_model,
+        ) == (12, 32, 384)
 
 
 def test_embeddings_match_sentence_transformers(model, reference_dir):
     sentence_transformers = pytest.importorskip("sentence_transformers")
-    reference = sentence_transformers.SentenceTransformer(reference_dir, device="cpu")
+    reference = sentence_transformers.SentenceTransformer(
+        reference_dir, device="cpu"
+    )
     expected = reference.encode(SENTENCES, convert_to_tensor=True)
     ours = model.encode(SENTENCES)
     assert ours.shape == (len(SENTENCES), 384)
     cosine = torch.nn.functional.cosine_similarity(ours, expected)
-    assert torch.all(cosine > 0.9999), f"cosine similarity to the reference: {cosine}"
-    assert torch.allclose(ours.norm(dim=-1), torch.ones(len(SENTENCES)), atol=1e-5)
+    assert torch.all(cosine > 0.9999), (
+        f"cosine similarity to the reference: {cosine}"
+    )
+    assert torch.allclose(
+        ours.norm(dim=-1), torch.ones(len(SENTENCES)), atol=1e-5
+    )
 
 
 def test_attention_maps_match_transformers_eager(model, reference_dir):
     transformers = pytest.importorskip("transformers")
-    reference = transformers.AutoModel.from_pretrained(reference_dir, attn_implementation="eager").eval()
+    reference = transformers.AutoModel.from_pretrained(
+        reference_dir, attn_implementation="eager"
+    ).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(reference_dir)
     for sentence in SENTENCES[1:3]:
         tokens, maps = model.attention_maps(sentence)
         encoded = tokenizer(sentence, return_tensors="pt")
         with torch.no_grad():
-            expected = torch.cat(reference(**encoded, output_attentions=True).attentions)
-        assert tokens == tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])
-        assert maps.shape == expected.shape == (6, 12, len(tokens), len(tokens))
-        assert torch.allclose(maps, expected, atol=1e-5), (maps - expected).abs().max()
+            expected = torch.cat(
+                reference(**encoded, output_attentions=True).attentions
+            )
+        assert tokens == tokenizer.convert_ids_to_tokens(
+            encoded["input_ids"][0]
+        )
+        assert (
+            maps.shape == expected.shape == (6, 12, len(tokens), len(tokens))
+        )
+        assert torch.allclose(maps, expected, atol=1e-5), (
+            (maps - expected).abs().max()
+        )
 
 
 def test_padding_does_not_change_a_sentence(model):
@@ -88,7 +110,9 @@ def test_head_mask(model):
     assert torch.allclose(keep, model.encode(SENTENCES), atol=1e-6)
     fewer = torch.ones(6, 12)
     fewer[0] = 0
-    assert not torch.allclose(model.encode(SENTENCES, head_mask=fewer), keep, atol=1e-3)
+    assert not torch.allclose(
+        model.encode(SENTENCES, head_mask=fewer), keep, atol=1e-3
+    )
     with pytest.raises(ValueError, match="head_mask"):
         model.encode(SENTENCES, head_mask=torch.ones(12))
 
@@ -102,13 +126,17 @@ def test_bad_input(model):
 
 def test_with_num_heads_loads_the_same_tensors_into_another_split(model):
     same = model.with_num_heads(12)
-    torch.testing.assert_close(same.encode(SENTENCES), model.encode(SENTENCES), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        same.encode(SENTENCES), model.encode(SENTENCES), atol=1e-6, rtol=0
+    )
     six = model.with_num_heads(6)
     assert six.head_shape == (6, 6) and six.layers[0].attention.head_dim == 64
     for name, tensor in model.state_dict().items():
         assert torch.equal(six.state_dict()[name], tensor), f"{name} changed"
     cosine = (six.encode(SENTENCES) * model.encode(SENTENCES)).sum(-1)
-    assert torch.all(cosine < 0.999), "another head count should compute another function"
+    assert torch.all(cosine < 0.999), (
+        "another head count should compute another function"
+    )
     assert model.head_shape == (6, 12), "the original must stay as it was"
     with pytest.raises(ValueError, match="384"):
         model.with_num_heads(5)
@@ -122,8 +150,14 @@ def test_batch_attention_maps_equal_one_sentence_at_a_time(model):
         torch.testing.assert_close(maps, alone, atol=1e-5, rtol=0)
     words = ["The", "sandcastle", "fell", "."]
     ((tokens, word_ids, maps),) = model.batch_attention_maps([words])
-    assert word_ids[0] is None and word_ids[-1] is None and max(i for i in word_ids if i is not None) == 3
-    assert len(tokens) > len(words) + 2, "sandcastle should be split into word pieces"
+    assert (
+        word_ids[0] is None
+        and word_ids[-1] is None
+        and max(i for i in word_ids if i is not None) == 3
+    )
+    assert len(tokens) > len(words) + 2, (
+        "sandcastle should be split into word pieces"
+    )
     with pytest.raises(TypeError):
         model.batch_attention_maps([["a", 1]])
 
@@ -131,6 +165,11 @@ def test_batch_attention_maps_equal_one_sentence_at_a_time(model):
 def test_encode_in_length_sorted_batches_changes_nothing(model):
     together = model.encode(SENTENCES, batch_size=len(SENTENCES))
     for batch_size in (1, 3):
-        torch.testing.assert_close(model.encode(SENTENCES, batch_size=batch_size), together, atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            model.encode(SENTENCES, batch_size=batch_size),
+            together,
+            atol=1e-5,
+            rtol=0,
+        )
     with pytest.raises(ValueError, match="batch_size"):
         model.encode(SENTENCES, batch_size=0)

@@ -4,7 +4,6 @@ import pytest
 import torch
 
 import mha_lib
-import mha_lib.runtime
 
 
 def test_seed_everything_repeats_random_draws_and_checks_its_argument():
@@ -17,16 +16,36 @@ def test_seed_everything_repeats_random_draws_and_checks_its_argument():
             mha_lib.seed_everything(bad)
 
 
+def test_deterministic_mode_is_opt_in():
+    try:
+        mha_lib.seed_everything(0)
+        assert not torch.are_deterministic_algorithms_enabled()
+        mha_lib.seed_everything(0, deterministic=True)
+        assert torch.are_deterministic_algorithms_enabled()
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
 def test_pick_device_honours_the_environment(monkeypatch):
     monkeypatch.setenv("MHA_DEVICE", "cpu")
     assert mha_lib.pick_device() == torch.device("cpu")
-    if not torch.cuda.is_available():
-        with pytest.raises(ValueError, match="CUDA is not available"):
-            mha_lib.pick_device("cuda")
+    monkeypatch.delenv("MHA_DEVICE")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert mha_lib.pick_device() == torch.device("cpu")
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        mha_lib.pick_device("cuda")
 
 
-def test_glue_returns_its_value_with_or_without_myst_nb(monkeypatch):
-    import sys
-
-    monkeypatch.setitem(sys.modules, "myst_nb", None)  # as on Colab: the import fails
-    assert mha_lib.runtime.glue("x", 1.5) == 1.5
+def test_pick_device_chooses_cuda_when_present_and_pins_tf32_off(monkeypatch):
+    monkeypatch.delenv("MHA_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
+    assert mha_lib.pick_device() == torch.device("cuda")
+    assert (
+        not torch.backends.cuda.matmul.allow_tf32
+        and not torch.backends.cudnn.allow_tf32
+    )
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
+    with pytest.warns(UserWarning, match="NVIDIA_TF32_OVERRIDE"):
+        mha_lib.pick_device("cuda")

@@ -9,7 +9,11 @@ from mha_lib.tasks import AssociativeRecall, OffsetCopy
 def test_offset_copy_targets_are_the_earlier_inputs():
     task = OffsetCopy(offsets=(1, 3), seq_len=10, d_in=4)
     x, target = task.sample(5, generator=torch.Generator().manual_seed(0))
-    assert x.shape == (5, 10, 4) and target.shape == (5, 10 - 3, 8) and task.d_out == 8
+    assert (
+        x.shape == (5, 10, 4)
+        and target.shape == (5, 10 - 3, 8)
+        and task.d_out == 8
+    )
     for row, t in enumerate(range(task.first, 10)):
         assert torch.equal(target[:, row, :4], x[:, t - 1])
         assert torch.equal(target[:, row, 4:], x[:, t - 3])
@@ -19,7 +23,9 @@ def test_offset_copy_targets_are_the_earlier_inputs():
 def test_tasks_are_seeded_and_device_independent(make_task):
     task = make_task()
     a = task.sample(3, generator=torch.Generator().manual_seed(1))
-    b = task.sample(3, generator=torch.Generator().manual_seed(1), device="cpu")
+    b = task.sample(
+        3, generator=torch.Generator().manual_seed(1), device="cpu"
+    )
     assert all(torch.equal(u, v) for u, v in zip(a, b))
 
 
@@ -45,7 +51,9 @@ def test_associative_recall_answers_each_query_with_its_stored_value():
     assert (task.seq_len, task.first, task.d_in, task.d_out) == (9, 5, 9, 3)
     assert x.shape == (7, 9, 9) and target.shape == (7, 4, 3)
     keys, values = x[:, :5, :6], x[:, :5, 6:]
-    assert torch.allclose(keys.norm(dim=-1), torch.full((7, 5), 6**0.5)), "keys have length sqrt(d_key)"
+    assert torch.allclose(keys.norm(dim=-1), torch.full((7, 5), 6**0.5)), (
+        "keys have length sqrt(d_key)"
+    )
     assert torch.all(x[:, 5:, 6:] == 0), "queries carry no value"
     for b in range(7):
         asked = []
@@ -59,8 +67,12 @@ def test_associative_recall_answers_each_query_with_its_stored_value():
 
 
 def test_associative_recall_targets_have_unit_variance():
-    _, target = AssociativeRecall().sample(2048, generator=torch.Generator().manual_seed(1))
-    assert abs(target.var().item() - 1) < 0.05, "MSE should read as a fraction of the target variance"
+    _, target = AssociativeRecall().sample(
+        2048, generator=torch.Generator().manual_seed(1)
+    )
+    assert abs(target.var().item() - 1) < 0.05, (
+        "MSE should read as a fraction of the target variance"
+    )
 
 
 @pytest.mark.parametrize(

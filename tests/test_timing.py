@@ -1,19 +1,24 @@
-"""Round-robin timing: every layer timed as often, the thread count restored."""
+"""Round-robin timing: every layer timed as often, the thread count
+restored."""
 
 import pytest
 import torch
+from support import DEVICES
 
 import mha_lib
 from mha_lib.timing import summarize, time_interleaved
 
 
-def test_time_interleaved_times_every_layer_and_restores_threads():
-    layers = {h: mha_lib.MultiHeadAttention(16, h) for h in (1, 4)}
-    x = torch.randn(2, 5, 16, requires_grad=True)
+@pytest.mark.parametrize("device", DEVICES)
+def test_time_interleaved_times_every_layer_and_restores_threads(device):
+    layers = {h: mha_lib.MultiHeadAttention(16, h).to(device) for h in (1, 4)}
+    x = torch.randn(2, 5, 16).to(device).requires_grad_()
     before = torch.get_num_threads()
     times = time_interleaved(layers, x, repeats=4, warmup=1, threads=1)
     assert torch.get_num_threads() == before
-    assert set(times) == {1, 4} and all(len(t) == 4 and min(t) > 0 for t in times.values())
+    assert set(times) == {1, 4} and all(
+        len(t) == 4 and min(t) > 0 for t in times.values()
+    )
     median, q1, q3 = summarize(times[1])
     assert q1 <= median <= q3
     with pytest.raises(ValueError, match="threads"):

@@ -1,8 +1,10 @@
-"""Sphinx extension: the download button offers each chapter as the executed notebook.
+"""Sphinx extension: the download button offers each chapter as the executed
+notebook.
 
-The notebooks are stored without outputs, and Sphinx copies the sources to ``_sources`` as they
-are. When the build has finished we overwrite each copied notebook with the one myst-nb
-executed for the page (``_build/jupyter_execute``), so a reader downloads the chapter with the
+The notebooks are stored without outputs, and Sphinx copies the sources to
+``_sources`` as they are. When the build has finished we overwrite each copied
+notebook with the one myst-nb executed for the page
+(``_build/jupyter_execute``), so a reader downloads the chapter with the
 outputs, figures and tables they have just read.
 """
 
@@ -25,7 +27,9 @@ def _copy_executed(app, exception):
         if notebook.is_file():
             shutil.copyfile(notebook, download)
             copied += 1
-    logger.info(f"executed_downloads: {copied} executed notebooks offered for download")
+    logger.info(
+        f"executed_downloads: {copied} executed notebooks offered for download"
+    )
 
 
 def setup(app):

@@ -1,7 +1,9 @@
-"""Sphinx extension: write what executing each notebook did to ``_build/execution.json``.
+"""Sphinx extension: write what executing each notebook did to
+``_build/execution.json``.
 
-The build executes every notebook once; the tests read this report (did each notebook run to
-the end, and how long did it take) instead of executing the notebooks a second time.
+The build executes every notebook once; the tests read this report (did each
+notebook run to the end, and how long did it take) instead of executing the
+notebooks a second time.
 """
 
 import json
@@ -12,7 +14,10 @@ def _write_report(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     report = {
-        docname: {key: data[key] for key in ("runtime", "succeeded", "error", "traceback")}
+        docname: {
+            key: data[key]
+            for key in ("runtime", "succeeded", "error", "traceback")
+        }
         for docname, metadata in getattr(app.env, "nb_metadata", {}).items()
         if (data := metadata.get("exec_data"))
     }

@@ -1,0 +1,64 @@
+"""What a chapter reports to the book: glued numbers, and the claims it
+checked.
+
+Every claim of a chapter is asserted in its notebook. A section collects its
+asserts in one :class:`Claims` in a folded cell, whose output lists the claims
+that held, so a reader sees *that* and *what* was verified and can open the
+code; the visible cells stay the experiment.
+"""
+
+import statistics
+
+
+def glue(name, value):
+    """Hand ``value`` to the book's pages under ``name`` (myst-nb's glue);
+    returns nothing.
+
+    The answers page pastes these values, so its numbers come from the
+    notebooks. Where myst-nb is not installed (Colab, a bare Jupyter) there is
+    no book to hand them to, and this does nothing.
+    """
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return
+    myst_glue(name, value, display=False)
+
+
+class Claims:
+    """The claims of one section, each asserted when it is added.
+
+    ``claims.check(condition, "two heads beat one on every seed")`` raises
+    ``AssertionError`` with the claim (and ``detail``, if given) when the
+    condition is false. Displayed, the object lists every claim that held, one
+    per line.
+    """
+
+    def __init__(self, title="Checked"):
+        self.title, self.held = title, []
+
+    def check(self, condition, claim, detail=None):
+        if not condition:
+            raise AssertionError(
+                claim if detail is None else f"{claim} ({detail})"
+            )
+        self.held.append(claim)
+        return self
+
+    def __len__(self):
+        return len(self.held)
+
+    def __repr__(self):
+        lines = [f"{self.title}: {len(self.held)} claims held"]
+        return "\n".join(lines + [f"  ✓ {claim}" for claim in self.held])
+
+    def _repr_markdown_(self):
+        items = "\n".join(f"- ✓ {claim}" for claim in self.held)
+        return f"**{self.title}** ({len(self.held)} claims held)\n\n{items}"
+
+
+def spread(values, digits=3):
+    """``median m (min-max)`` of some numbers, as text."""
+    values = list(values)
+    low, middle, high = min(values), statistics.median(values), max(values)
+    return f"median {middle:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"

@@ -1,0 +1,71 @@
+"""Results of the long runs, stored with the course and read by the chapters.
+
+A chapter whose full experiment does not fit its time budget has one script in
+``scripts/`` that runs it and writes ``mha_lib/results/<name>.json`` with
+:func:`save`. Besides the data, each file records the command that wrote it,
+the device, the library versions and the wall time. The chapter reads the file
+with :func:`load`, draws its tables and figures from it, asserts its claims on
+it, and re-trains a subset to show that the file still holds.
+"""
+
+import json
+import platform
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+FOLDER = Path(__file__).resolve().parent / "results"
+
+
+def environment(device):
+    """Where a run ran: device, Python, PyTorch and mha_lib versions, CPU
+    threads."""
+    from . import __version__
+
+    device = torch.device(device)
+    name = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else platform.processor()
+    )
+    return {
+        "device": str(device),
+        "device_name": name or platform.machine(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "mha_lib": __version__,
+        "threads": torch.get_num_threads(),
+    }
+
+
+def save(name, data, *, device, started, folder=None):
+    """Write ``data`` and its provenance to ``<folder>/<name>.json``; returns
+    the path.
+
+    ``started`` is the ``time.time()`` at which the run began; the command is
+    this process's command line.
+    """
+    folder = FOLDER if folder is None else Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {
+        "command": "python3 " + " ".join(sys.argv),
+        "environment": environment(device),
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "wall_seconds": round(time.time() - started, 1),
+        "data": data,
+    }
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
+    return path
+
+
+def load(name):
+    """The stored record ``name`` (``command``, ``environment``,
+    ``wall_seconds``, ``data``)."""
+    text = (
+        resources.files("mha_lib").joinpath(f"results/{name}.json").read_text()
+    )
+    return json.loads(text)

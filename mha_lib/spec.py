@@ -1,0 +1,236 @@
+"""One description of an attention layer, and everything that follows from it.
+
+An :class:`AttentionSpec` names a layer by its sizes: ``d_model``, the number
+of heads, the query/key size of a head, its value size, the number of key/value
+heads, and whether each head reads only its own chunk of the input. The module
+(:meth:`~AttentionSpec.build`), its parameter count, its FLOPs and the
+activations it keeps for the backward pass all come from it, so a new kind of
+layer is added here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .checks import check_positive_int
+
+KINDS = ("chunked", "standard", "wide", "sized")
+
+
+def resolve_heads(d_model, num_heads, head_dim=None, num_kv_heads=None):
+    """Check a layer's sizes and fill in the defaults: ``(head_dim,
+    num_kv_heads)``.
+
+    ``head_dim=None`` is the standard split ``d_model // num_heads``;
+    ``num_kv_heads=None`` gives every query head its own key/value head.
+    """
+    check_positive_int("d_model", d_model)
+    check_positive_int("num_heads", num_heads)
+    if head_dim is None:
+        if d_model % num_heads:
+            raise ValueError(
+                f"d_model={d_model} is not divisible by "
+                f"num_heads={num_heads}; "
+                f"choose num_heads among the divisors of {d_model}, "
+                "or pass head_dim explicitly"
+            )
+        head_dim = d_model // num_heads
+    check_positive_int("head_dim", head_dim)
+    if num_kv_heads is None:
+        num_kv_heads = num_heads
+    check_positive_int("num_kv_heads", num_kv_heads)
+    if num_heads % num_kv_heads:
+        raise ValueError(
+            f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}: "
+            "each key/value head serves a whole group of query heads"
+        )
+    return head_dim, num_kv_heads
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """The sizes of one attention layer; unset sizes are filled in on creation.
+
+    - ``head_dim``: query/key size of a head, default ``d_model // num_heads``
+      (the standard layer); ``head_dim=d_model`` is the wide layer.
+    - ``value_dim``: value size of a head, default ``head_dim``.
+    - ``num_kv_heads``: key/value heads, each shared by ``num_heads /
+      num_kv_heads`` query heads (grouped-query attention; 1 is multi-query),
+      default ``num_heads``.
+    - ``chunked``: head i reads only features ``i*d/h .. (i+1)*d/h`` of its
+      input, with its own ``(d/h x d/h)`` maps (Bloem's "narrow" layer); its
+      sizes are then fixed.
+    - ``scale``: the factor of the attention logits, default ``1 /
+      sqrt(head_dim)``.
+    """
+
+    d_model: int
+    num_heads: int
+    head_dim: int | None = None
+    value_dim: int | None = None
+    num_kv_heads: int | None = None
+    chunked: bool = False
+    bias: bool = True
+    scale: float | None = None
+
+    def __post_init__(self):
+        for name in ("chunked", "bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(
+                    f"{name} must be True or False, got "
+                    f"{getattr(self, name)!r}"
+                )
+        set_sizes = (self.head_dim, self.value_dim, self.num_kv_heads)
+        if self.chunked and any(size is not None for size in set_sizes):
+            raise ValueError(
+                "the chunked layer fixes head_dim = value_dim = d_model / "
+                "num_heads "
+                "and has no shared key/value heads; leave those sizes unset"
+            )
+        head_dim, num_kv_heads = resolve_heads(
+            self.d_model, self.num_heads, self.head_dim, self.num_kv_heads
+        )
+        value_dim = self.value_dim
+        value_dim = head_dim if value_dim is None else value_dim
+        check_positive_int("value_dim", value_dim)
+        if self.scale is not None and not (
+            isinstance(self.scale, (int, float)) and self.scale > 0
+        ):
+            raise ValueError(
+                f"scale must be a positive number or None, got {self.scale!r}"
+            )
+        object.__setattr__(self, "head_dim", head_dim)
+        object.__setattr__(self, "value_dim", value_dim)
+        object.__setattr__(self, "num_kv_heads", num_kv_heads)
+
+    @classmethod
+    def named(cls, kind, d_model, num_heads, head_dim=None):
+        """The layer the book calls ``kind``: chunked, standard, wide, or sized
+        (``head_dim``)."""
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if (kind == "sized") != (head_dim is not None):
+            raise ValueError("give head_dim for kind 'sized', and only for it")
+        sizes = {
+            "chunked": dict(chunked=True),
+            "standard": {},
+            "wide": dict(head_dim=d_model),
+            "sized": dict(head_dim=head_dim),
+        }[kind]
+        return cls(d_model, num_heads, **sizes)
+
+    @property
+    def kind(self):
+        """``chunked``, ``standard`` (head size d/h), ``wide`` (head size d) or
+        ``sized``."""
+        if self.chunked:
+            return "chunked"
+        if self.value_dim == self.head_dim:
+            if self.num_heads * self.head_dim == self.d_model:
+                return "standard"
+            if self.head_dim == self.d_model:
+                return "wide"
+        return "sized"
+
+    @property
+    def label(self):
+        """A short name for tables and legends, e.g. ``wide 8 x 32``."""
+        text = f"{self.kind} {self.num_heads} x {self.head_dim}"
+        if self.value_dim != self.head_dim:
+            text += f", values {self.value_dim}"
+        if self.num_kv_heads != self.num_heads:
+            text += f", {self.num_kv_heads} K/V heads"
+        return text
+
+    @property
+    def reads(self):
+        """Input features each head's query, key and value maps read."""
+        return self.head_dim if self.chunked else self.d_model
+
+    @property
+    def logit_scale(self):
+        return self.head_dim**-0.5 if self.scale is None else float(self.scale)
+
+    def build(self):
+        """The module: a :class:`~mha_lib.layers.ChunkedAttention` or a
+        :class:`~mha_lib.layers.MultiHeadAttention`."""
+        from .layers import ChunkedAttention, MultiHeadAttention
+
+        if self.chunked:
+            return ChunkedAttention(
+                self.d_model, self.num_heads, bias=self.bias
+            )
+        return MultiHeadAttention(
+            self.d_model,
+            self.num_heads,
+            head_dim=self.head_dim,
+            value_dim=self.value_dim,
+            num_kv_heads=self.num_kv_heads,
+            bias=self.bias,
+            scale=self.scale,
+        )
+
+    def _widths(self):
+        """Output widths of the q, k, v projections and the width of the
+        concatenation."""
+        q = self.num_heads * self.head_dim
+        k = self.num_kv_heads * self.head_dim
+        v = self.num_kv_heads * self.value_dim
+        return q, k, v, self.num_heads * self.value_dim
+
+    def parameter_count(self):
+        """Trainable parameters: ``reads * (q + k + v widths) + concat *
+        d_model`` weights and, with biases, one per projected feature and
+        ``d_model`` for the output."""
+        q, k, v, concat = self._widths()
+        weights = self.reads * (q + k + v) + concat * self.d_model
+        biases = q + k + v + self.d_model
+        return weights + (biases if self.bias else 0)
+
+    def flops(self, n_query, n_key=None):
+        """Multiply-add FLOPs (2 per multiply-add) of one forward pass over one
+        sequence.
+
+        A dict with ``projections`` (the four projections), ``scores`` (Q K^T),
+        ``mixing`` (weights @ V) and ``total``. Softmax and bias additions are
+        left out: they are O(n^2 h) and O(n d), small next to the matrix
+        products.
+        """
+        check_positive_int("n_query", n_query)
+        n_key = (
+            n_query if n_key is None else check_positive_int("n_key", n_key)
+        )
+        q, k, v, concat = self._widths()
+        projections = 2 * self.reads * (n_query * q + n_key * (k + v))
+        projections += 2 * n_query * concat * self.d_model
+        scores = 2 * self.num_heads * n_query * n_key * self.head_dim
+        mixing = 2 * self.num_heads * n_query * n_key * self.value_dim
+        return {
+            "projections": projections,
+            "scores": scores,
+            "mixing": mixing,
+            "total": projections + scores + mixing,
+        }
+
+    def activation_elements(self, seq_len, batch=1):
+        """Elements self-attention keeps for the backward pass on the fused
+        path.
+
+        With ``need_weights=False`` the layer calls a fused attention kernel,
+        which does not store the ``n x n`` weights. Autograd keeps the input
+        (``n d``), the projected queries and keys (``2 n h d_k``) and values
+        (``n h d_v``), the kernel's output, which is the concatenation read by
+        the output projection (``n h d_v``), and one log-sum-exp per query and
+        head (``h n``), per sequence. Shared key/value heads change nothing:
+        they are repeated to every query head before attention, so they save
+        parameters and the inference cache, not training memory.
+        """
+        check_positive_int("seq_len", seq_len)
+        check_positive_int("batch", batch)
+        heads = self.num_heads
+        per_token = (
+            self.d_model
+            + 2 * heads * self.head_dim
+            + 2 * heads * self.value_dim
+        )
+        return batch * seq_len * (per_token + heads)

@@ -1,0 +1,49 @@
+"""What a chapter reports to the book: glued numbers and checked claims."""
+
+import sys
+
+import pytest
+
+from mha_lib.report import Claims, glue, spread
+
+
+def test_glue_hands_the_value_to_myst_nb_and_returns_nothing(monkeypatch):
+    handed = []
+    fake = type(sys)("myst_nb")
+    fake.glue = lambda name, value, display: handed.append(
+        (name, value, display)
+    )
+    monkeypatch.setitem(sys.modules, "myst_nb", fake)
+    assert glue("x", 1.5) is None, (
+        "a cell ending in glue(...) must print nothing"
+    )
+    assert handed == [("x", 1.5, False)]
+
+
+def test_glue_does_nothing_without_myst_nb(monkeypatch):
+    monkeypatch.setitem(
+        sys.modules, "myst_nb", None
+    )  # as on Colab: the import fails
+    assert glue("x", 1.5) is None
+
+
+def test_claims_assert_and_list_what_held():
+    claims = Claims("Section")
+    claims.check(1 < 2, "one is less than two").check(True, "true is true")
+    assert len(claims) == 2
+    assert repr(claims).splitlines() == [
+        "Section: 2 claims held",
+        "  ✓ one is less than two",
+        "  ✓ true is true",
+    ]
+    assert "- ✓ one is less than two" in claims._repr_markdown_()
+    with pytest.raises(
+        AssertionError, match=r"two is less than one \(measured 2\)"
+    ):
+        claims.check(2 < 1, "two is less than one", detail="measured 2")
+    assert len(claims) == 2, "a failed claim is not listed"
+
+
+def test_spread_text():
+    assert spread([0.3, 0.1, 0.2]) == "median 0.200 (0.100-0.300)"
+    assert spread([1, 2, 30], digits=1) == "median 2.0 (1.0-30.0)"

@@ -1,0 +1,118 @@
+"""One description of a layer: sizes checked, kinds named, module and costs
+from one place."""
+
+import pytest
+
+import mha_lib
+from mha_lib.spec import AttentionSpec
+
+
+@pytest.mark.parametrize(
+    "make,error,words",
+    [
+        (
+            lambda: mha_lib.MultiHeadAttention(10, 3),
+            ValueError,
+            "d_model=10 is not divisible",
+        ),
+        (
+            lambda: mha_lib.MultiHeadAttention(16, 4, num_kv_heads=3),
+            ValueError,
+            "num_kv_heads=3 must divide",
+        ),
+        (
+            lambda: mha_lib.MultiHeadAttention(0, 1),
+            ValueError,
+            "d_model must be a positive",
+        ),
+        (
+            lambda: mha_lib.MultiHeadAttention(16, -2),
+            ValueError,
+            "num_heads must be a positive",
+        ),
+        (
+            lambda: mha_lib.MultiHeadAttention(16, 4, head_dim=0),
+            ValueError,
+            "head_dim must be a positive",
+        ),
+        (
+            lambda: mha_lib.MultiHeadAttention(16.0, 4),
+            TypeError,
+            "d_model must be an int",
+        ),
+        (lambda: mha_lib.parameter_count(16, 5), ValueError, "not divisible"),
+        (
+            lambda: mha_lib.PerHeadAttention(16, True),
+            TypeError,
+            "num_heads must be an int",
+        ),
+        (
+            lambda: AttentionSpec(16, 4, chunked=True, head_dim=8),
+            ValueError,
+            "chunked",
+        ),
+        (
+            lambda: AttentionSpec(16, 4, chunked=1),
+            TypeError,
+            "chunked must be True or False",
+        ),
+        (
+            lambda: AttentionSpec(16, 4, scale=-1.0),
+            ValueError,
+            "scale must be a positive",
+        ),
+        (
+            lambda: AttentionSpec.named("narrow", 16, 4),
+            ValueError,
+            "kind must be one of",
+        ),
+        (lambda: AttentionSpec.named("sized", 16, 4), ValueError, "head_dim"),
+    ],
+)
+def test_bad_sizes(make, error, words):
+    with pytest.raises(error, match=words):
+        make()
+
+
+@pytest.mark.parametrize(
+    "spec,kind,label",
+    [
+        (AttentionSpec(32, 8), "standard", "standard 8 x 4"),
+        (AttentionSpec(32, 1), "standard", "standard 1 x 32"),
+        (AttentionSpec(32, 8, head_dim=32), "wide", "wide 8 x 32"),
+        (AttentionSpec(32, 8, chunked=True), "chunked", "chunked 8 x 4"),
+        (AttentionSpec(32, 8, head_dim=8), "sized", "sized 8 x 8"),
+        (
+            AttentionSpec(32, 16, head_dim=8, value_dim=2),
+            "sized",
+            "sized 16 x 8, values 2",
+        ),
+        (
+            AttentionSpec(32, 8, num_kv_heads=2),
+            "standard",
+            "standard 8 x 4, 2 K/V heads",
+        ),
+    ],
+)
+def test_kind_and_label(spec, kind, label):
+    assert (spec.kind, spec.label) == (kind, label)
+
+
+@pytest.mark.parametrize("kind", ["chunked", "standard", "wide"])
+def test_named_kinds_build_modules_whose_costs_come_from_the_spec(kind):
+    spec = AttentionSpec.named(kind, 32, 4)
+    assert spec.kind == kind
+    layer = spec.build()
+    assert layer.spec == spec, (
+        "the module keeps the description it was built from"
+    )
+    assert mha_lib.count_trainable(layer) == spec.parameter_count()
+    assert AttentionSpec.named("sized", 32, 4, head_dim=16).head_dim == 16
+
+
+def test_defaults_are_filled_in_so_equal_layers_compare_equal():
+    assert AttentionSpec(32, 8) == AttentionSpec(
+        32, 8, head_dim=4, value_dim=4, num_kv_heads=8
+    )
+    assert AttentionSpec(32, 8).logit_scale == 4**-0.5
+    assert AttentionSpec(32, 8, scale=0.1).logit_scale == 0.1

@@ -1,0 +1,69 @@
+"""Modules with stacked parameters give each member what its own module
+would."""
+
+import pytest
+import torch
+
+from mha_lib.stacking import (
+    Embedding,
+    LayerNorm,
+    Linear,
+    broadcast_add,
+    stacked,
+    unstack,
+)
+
+
+def members_of(module_class, *args, count=3):
+    modules = []
+    for seed in range(count):
+        torch.manual_seed(seed)
+        modules.append(module_class(*args))
+        with torch.no_grad():  # non-trivial affine weights for the norms
+            for parameter in modules[-1].parameters():
+                parameter.add_(0.1 * torch.randn_like(parameter))
+    return modules
+
+
+@pytest.mark.parametrize(
+    "module_class,args,inputs",
+    [
+        (Linear, (5, 4), lambda: torch.randn(3 * 2, 7, 5)),
+        (Embedding, (11, 4), lambda: torch.randint(11, (3 * 2, 7))),
+        (LayerNorm, (5,), lambda: torch.randn(3 * 2, 7, 5)),
+    ],
+    ids=["linear", "embedding", "layernorm"],
+)
+def test_stacked_module_runs_each_member_on_its_rows(
+    module_class, args, inputs
+):
+    modules = members_of(module_class, *args)
+    x = inputs()
+    together = stacked(modules)
+    assert all(p.shape[0] == 3 for p in together.parameters())
+    expected = torch.cat([m(rows) for m, rows in zip(modules, x.chunk(3))])
+    assert torch.allclose(together(x), expected, atol=1e-6)
+
+
+def test_linear_without_bias_and_broadcast_add():
+    modules = [Linear(4, 2, bias=False) for _ in range(2)]
+    x = torch.randn(2 * 3, 4)
+    expected = torch.cat([m(rows) for m, rows in zip(modules, x.chunk(2))])
+    assert torch.allclose(stacked(modules)(x), expected, atol=1e-6)
+    table = torch.randn(2, 5, 4)  # one (5, 4) table per member
+    x = torch.randn(2 * 3, 5, 4)
+    expected = torch.cat([rows + t for rows, t in zip(x.chunk(2), table)])
+    assert torch.equal(broadcast_add(x, table), expected)
+    assert torch.equal(broadcast_add(x, table[0]), x + table[0])
+
+
+def test_unstack_copies_each_member_back():
+    modules = members_of(Linear, 3, 2, count=2)
+    together = stacked(modules)
+    with torch.no_grad():
+        together.weight.mul_(2)
+    unstack(together, modules)
+    for index, module in enumerate(modules):
+        assert torch.equal(module.weight, together.weight[index])
+    with pytest.raises(ValueError, match="at least one model"):
+        stacked([])
