@@ -47,10 +47,11 @@ def pairwise_head_distance(weights):
             "weights must be (batch, heads, n_query, n_key), got "
             f"{tuple(weights.shape)}"
         )
+    # (batch, heads, 1, ..) and (batch, 1, heads, ..)
     p, q = (
         weights.unsqueeze(2),
         weights.unsqueeze(1),
-    )  # (batch, heads, 1, ..) and (batch, 1, heads, ..)
+    )
     return js_distance(p, q).mean(dim=(0, 3))
 
 

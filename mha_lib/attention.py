@@ -160,14 +160,12 @@ def attend(
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     group = q.shape[1] // k.shape[1]
     if group > 1:
-        k = k.repeat_interleave(
-            group, dim=1
-        )  # (batch, heads, n_key, head_dim)
+        # (batch, heads, n_key, head_dim)
+        k = k.repeat_interleave(group, dim=1)
         v = v.repeat_interleave(group, dim=1)
     if need_weights:
-        scores = (
-            q @ k.transpose(-2, -1) * scale
-        )  # (batch, heads, n_query, n_key)
+        # (batch, heads, n_query, n_key)
+        scores = q @ k.transpose(-2, -1) * scale
         if logit_mask is not None:
             scores = scores + logit_mask
         weights = scores.softmax(dim=-1)

@@ -81,9 +81,8 @@ def to_torch(layer):
         dtype=weight.dtype,
     )
     projections = (layer.q_proj, layer.k_proj, layer.v_proj)
-    _copy(
-        torch_mha.in_proj_weight, torch.cat([p.weight for p in projections])
-    )  # (3d, d)
+    # (3d, d)
+    _copy(torch_mha.in_proj_weight, torch.cat([p.weight for p in projections]))
     _copy(torch_mha.out_proj.weight, layer.out_proj.weight)
     if has_bias:
         _copy(torch_mha.in_proj_bias, torch.cat([p.bias for p in projections]))
@@ -115,9 +114,8 @@ def to_per_head(layer):
     per_head = per_head.to(weight.device, weight.dtype)
     for name in ("q_proj", "k_proj", "v_proj"):
         fused = getattr(layer, name)
-        weight_blocks = fused.weight.split(
-            layer.head_dim, dim=0
-        )  # head_dim rows per head
+        # head_dim rows per head
+        weight_blocks = fused.weight.split(layer.head_dim, dim=0)
         bias_blocks = (
             fused.bias.split(layer.head_dim)
             if has_bias
@@ -129,9 +127,8 @@ def to_per_head(layer):
             _copy(getattr(head, name).weight, weight_block)
             if has_bias:
                 _copy(getattr(head, name).bias, bias_block)
-    out_blocks = layer.out_proj.weight.split(
-        layer.head_dim, dim=1
-    )  # head_dim columns per head
+    # head_dim columns per head
+    out_blocks = layer.out_proj.weight.split(layer.head_dim, dim=1)
     for head, block in zip(per_head.heads, out_blocks):
         _copy(head.out_proj.weight, block)
     if has_bias:
@@ -194,20 +191,16 @@ def interleaved_to_stacked(tensor, num_heads):
     (3d,).
     """
     head_dim = _check_qkv_rows(tensor, num_heads, "interleaved_to_stacked")
-    blocks = tensor.reshape(
-        num_heads, 3, head_dim, *tensor.shape[1:]
-    )  # (head, qkv, head_dim, ...)
-    return blocks.transpose(0, 1).reshape(
-        tensor.shape
-    )  # (qkv, head, head_dim, ...) flattened
+    # (head, qkv, head_dim, ...)
+    blocks = tensor.reshape(num_heads, 3, head_dim, *tensor.shape[1:])
+    # (qkv, head, head_dim, ...) flattened
+    return blocks.transpose(0, 1).reshape(tensor.shape)
 
 
 def stacked_to_interleaved(tensor, num_heads):
     """The inverse of :func:`interleaved_to_stacked`."""
     head_dim = _check_qkv_rows(tensor, num_heads, "stacked_to_interleaved")
-    blocks = tensor.reshape(
-        3, num_heads, head_dim, *tensor.shape[1:]
-    )  # (qkv, head, head_dim, ...)
-    return blocks.transpose(0, 1).reshape(
-        tensor.shape
-    )  # (head, qkv, head_dim, ...) flattened
+    # (qkv, head, head_dim, ...)
+    blocks = tensor.reshape(3, num_heads, head_dim, *tensor.shape[1:])
+    # (head, qkv, head_dim, ...) flattened
+    return blocks.transpose(0, 1).reshape(tensor.shape)

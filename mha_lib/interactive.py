@@ -71,9 +71,8 @@ class Interactive:
             "background": "white",
             **spec,
         }
-        json.dumps(
-            self.spec, allow_nan=False
-        )  # fail here, not in the reader's browser
+        # fail here, not in the reader's browser
+        json.dumps(self.spec, allow_nan=False)
 
     @property
     def controls(self):
@@ -307,9 +306,10 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
             "ownership_by_head_count needs a layer with q_proj, k_proj, "
             "v_proj and out_proj Linears"
         )
+    # (3 * width, d_model)
     in_proj = np.concatenate(
         [_array(projection.weight) for projection in projections[:3]]
-    )  # (3 * width, d_model)
+    )
     out_proj = _array(projections[3].weight)  # (d_model, width)
     width = out_proj.shape[1]
     if not head_counts or any(

@@ -203,9 +203,8 @@ def windows(ids, context, *, step=None):
     """
     step = context + 1 if step is None else step
     starts = torch.arange(0, len(ids) - context - 1, step)
-    pieces = ids[
-        starts[:, None] + torch.arange(context + 1)
-    ]  # (count, context + 1)
+    # (count, context + 1)
+    pieces = ids[starts[:, None] + torch.arange(context + 1)]
     return pieces[:, :-1], pieces[:, 1:]
 
 
@@ -270,9 +269,10 @@ def train_language_models(
     context=64,
     num_layers=2,
     batch_size=32,
-    evaluate_every=250,
+    evaluate_every=150,
     validation=None,
     device=None,
+    stop_after=None,
 ):
     """Train one :class:`CharTransformer` per seed on ``corpus.train``, all
     together.
@@ -282,7 +282,9 @@ def train_language_models(
     one per seed, scaled by :func:`warmup_cosine` over ``steps``. Every
     ``evaluate_every`` steps (and after the last) each model's held-out bits
     per character on ``validation`` (``(inputs, targets)``, default every
-    window of the validation text) is recorded under ``"eval"``. Returns
+    window of the validation text) is recorded under ``"eval"``. With
+    ``stop_after``, training stops after that many steps of the ``steps``-step
+    schedule: the start of a longer run, step for step. Returns
     ``[(model, history), ...]``.
     """
     seeds = check_seeds(seeds)
@@ -311,9 +313,8 @@ def train_language_models(
             for g in generators
         ]
         pieces = train_ids[torch.cat(starts)[:, None] + offsets].to(device)
-        logits, _ = forward(
-            pieces[:, :-1]
-        )  # (members * batch, context, vocab)
+        # (members * batch, context, vocab): member m owns rows m * batch ...
+        logits, _ = forward(pieces[:, :-1])
         loss = F.cross_entropy(
             logits.transpose(1, 2), pieces[:, 1:], reduction="none"
         )
@@ -325,14 +326,12 @@ def train_language_models(
     histories = train_together(
         models,
         losses,
-        steps=steps,
+        steps=steps if stop_after is None else stop_after,
         lr=lr,
         record_every=evaluate_every,
         evaluate=evaluate,
         schedule=warmup_cosine(steps),
     )
-    for (
-        history
-    ) in histories:  # training loss in bits per character, as the held-out one
+    for history in histories:  # in bits per character, as the held-out one
         history["loss"] = [loss / math.log(2) for loss in history["loss"]]
     return list(zip(models, histories))

@@ -292,9 +292,8 @@ class ChunkedAttention(_FusedAttention):
             self.d_model, self.num_heads, -1
         ).permute(1, 2, 0)
         return HeadWeights(
-            *(
-                p.weight.transpose(1, 2) for p in projections
-            ),  # (heads, in, out)
+            # (heads, in, out)
+            *(p.weight.transpose(1, 2) for p in projections),
             w_o,
             *(p.bias for p in projections),
         )
@@ -316,9 +315,8 @@ class AttentionHead(nn.Module):
         self.q_proj = Linear(d_model, head_dim, bias=bias)
         self.k_proj = Linear(d_model, head_dim, bias=bias)
         self.v_proj = Linear(d_model, head_dim, bias=bias)
-        self.out_proj = Linear(
-            head_dim, d_model, bias=False
-        )  # the output bias is shared
+        # the output bias is shared
+        self.out_proj = Linear(head_dim, d_model, bias=False)
 
     def extra_repr(self):
         return f"d_model={self.d_model}, head_dim={self.head_dim}"
@@ -375,9 +373,8 @@ class AttentionHead(nn.Module):
             scale=scale,
             need_weights=need_weights,
         )
-        contribution = self.out_proj(
-            out.squeeze(1)
-        )  # (batch, n_query, d_model)
+        # (batch, n_query, d_model)
+        contribution = self.out_proj(out.squeeze(1))
         return contribution, None if weights is None else weights.squeeze(1)
 
 

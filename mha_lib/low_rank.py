@@ -53,12 +53,10 @@ def fit_attention(target, ranks, *, steps=1500, lr=0.05, seed=0):
     optimizer = torch.optim.Adam([q, k], lr=lr)
     log_target = target.log()
     for _ in range(steps):
-        logits = (q * keep) @ (k * keep).transpose(
-            1, 2
-        )  # (ranks, n, n), each of rank <= r
-        kl = (
-            (target * (log_target - logits.log_softmax(-1))).sum(-1).mean(-1)
-        )  # (ranks,)
+        # (ranks, n, n), each of rank <= r
+        logits = (q * keep) @ (k * keep).transpose(1, 2)
+        # (ranks,)
+        kl = (target * (log_target - logits.log_softmax(-1))).sum(-1).mean(-1)
         optimizer.zero_grad()
         kl.sum().backward()
         optimizer.step()

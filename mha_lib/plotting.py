@@ -83,67 +83,146 @@ def line_chart(
     return ax
 
 
-def head_ownership(layer, axes=None):
-    """Draw a layer's fused weights coloured by the head that owns each block
-    (Chapter 2).
+def head_colour(index):
+    """The colour of head ``index`` in every figure of the book (figures with and
+    without a kernel share :data:`mha_lib.interactive.HEAD_COLOURS`)."""
+    from .interactive import HEAD_COLOURS
 
-    Left: the stacked q/k/v projection as PyTorch stores it, ``(3 * h *
-    head_dim, d_model)``; head i owns a band of rows in each of the three
-    parts. Right: the output projection ``(d_model, h * head_dim)``; head i
-    owns a band of columns. Shading is the weight's magnitude.
+    return HEAD_COLOURS[index % len(HEAD_COLOURS)]
+
+
+def head_ownership(layer, axes=None):
+    """A layer's fused weights coloured by the head that owns each block (Ch. 2).
+
+    Left: the stacked q/k/v projection as PyTorch stores it,
+    ``(3 * h * head_dim, d_model)``; head i owns a band of rows in each of the
+    three parts. Right: the output projection ``(d_model, h * head_dim)``; head
+    i owns a band of columns. Shading is the weight's magnitude; a key names
+    the colour of each head.
     """
     import numpy as np
+    from matplotlib.colors import to_rgb
+    from matplotlib.patches import Patch
 
     if axes is None:
         _, axes = plt.subplots(
-            1, 2, figsize=(8, 4.2), gridspec_kw={"width_ratios": [1, 1.2]}
+            1, 2, figsize=(7.5, 4.6), gridspec_kw={"width_ratios": [1, 1.2]}
         )
-    colours = plt.get_cmap("tab10" if layer.num_heads <= 10 else "tab20")
+    projections = (layer.q_proj, layer.k_proj, layer.v_proj)
     in_proj = np.concatenate(
-        [
-            p.weight.detach().cpu().numpy()
-            for p in (layer.q_proj, layer.k_proj, layer.v_proj)
-        ]
+        [_as_array(p.weight, 2, "", "") for p in projections]
     )
-    out_proj = layer.out_proj.weight.detach().cpu().numpy()
+    out_proj = _as_array(layer.out_proj.weight, 2, "", "")
     width = layer.num_heads * layer.head_dim
+    palette = np.array(
+        [to_rgb(head_colour(i)) for i in range(layer.num_heads)]
+    )
 
-    def painted(
-        weight, owner
-    ):  # owner: head index of every entry, same shape as weight
+    def painted(weight, owner):
+        """``owner``: the head of every entry; strong weights in full colour."""
         shade = 0.35 + 0.65 * np.abs(weight) / np.abs(weight).max()
-        rgb = colours(owner % colours.N)[..., :3]
-        return (
-            1 - (1 - rgb) * shade[..., None]
-        )  # strong weights: full colour; weak: pale
+        return 1 - (1 - palette[owner]) * shade[..., None]
 
     rows = (np.arange(in_proj.shape[0]) % width) // layer.head_dim
-    axes[0].imshow(
-        painted(in_proj, np.broadcast_to(rows[:, None], in_proj.shape)),
-        aspect="auto",
-    )
+    owner = np.broadcast_to(rows[:, None], in_proj.shape)
+    axes[0].imshow(painted(in_proj, owner), aspect="auto")
     for boundary in (width, 2 * width):
         axes[0].axhline(boundary - 0.5, color="black", linewidth=1.5)
-    axes[0].set_yticks(
-        [width / 2, 1.5 * width, 2.5 * width], ["$W^Q$", "$W^K$", "$W^V$"]
-    )
+    labels = ["$W^Q$", "$W^K$", "$W^V$"]
+    axes[0].set_yticks([width / 2, 1.5 * width, 2.5 * width], labels)
+    axes[0].set_xticks([])
     axes[0].set_xlabel("input feature (all of x)")
-    axes[0].set_title(
-        "q/k/v projection: rows owned by head i", fontsize="small"
-    )
+    axes[0].set_title("q, k, v: rows of head i")
     columns = np.arange(width) // layer.head_dim
-    axes[1].imshow(
-        painted(out_proj, np.broadcast_to(columns[None, :], out_proj.shape)),
-        aspect="auto",
-    )
+    owner = np.broadcast_to(columns[None, :], out_proj.shape)
+    axes[1].imshow(painted(out_proj, owner), aspect="auto")
+    axes[1].set_xticks([])
+    axes[1].set_yticks([])
     axes[1].set_xlabel("concatenated head outputs")
     axes[1].set_ylabel("output feature")
-    axes[1].set_title("$W^O$: columns owned by head i", fontsize="small")
-    axes[0].figure.suptitle(
-        f"d_model = {layer.d_model}, {layer.num_heads} heads of size "
-        f"{layer.head_dim}"
+    axes[1].set_title("$W^O$: columns of head i")
+    key = [
+        Patch(color=head_colour(i), label=f"head {i}")
+        for i in range(layer.num_heads)
+    ]
+    figure = axes[0].figure
+    figure.legend(
+        handles=key,
+        loc="lower center",
+        ncol=min(layer.num_heads, 6),
+        frameon=False,
+        bbox_to_anchor=(0.5, -0.02),
     )
+    figure.suptitle(
+        f"d_model = {layer.d_model}, {layer.num_heads} heads "
+        f"of size {layer.head_dim}"
+    )
+    figure.tight_layout(rect=(0, 0.08, 1, 1))
     return axes
+
+
+def layer_diagram(num_heads=3, ax=None):
+    """How data flows through one multi-head layer, a colour per head (Ch. 2).
+
+    ``x`` feeds every head's query, key and value projections; each head takes
+    its own softmax and weighted sum; the heads' outputs are concatenated and
+    mixed by ``W^O``. Colours are the heads' colours of :func:`head_ownership`.
+    """
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    row = 1.2  # height of one head's row
+    top = row * num_heads
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 1.6 + 1.15 * num_heads))
+    ax.set_xlim(-0.05, 10.45)
+    ax.set_ylim(-0.1, top + 0.75)
+    ax.axis("off")
+
+    def box(x, y, w, h, text, colour="#bab0ac"):
+        style = dict(boxstyle="round,pad=0.04", linewidth=1.2, alpha=0.35)
+        ax.add_patch(
+            FancyBboxPatch(
+                (x, y), w, h, edgecolor=colour, facecolor=colour, **style
+            )
+        )
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center")
+
+    def arrow(start, end, colour="0.35"):
+        style = dict(arrowstyle="-|>", mutation_scale=12, linewidth=1.2)
+        ax.add_patch(FancyArrowPatch(start, end, color=colour, **style))
+
+    columns = {  # left edge, width, heading
+        "x": (0.0, 0.9, "input"),
+        "qkv": (1.4, 1.9, "project"),
+        "softmax": (3.75, 2.1, "attend"),
+        "head": (6.3, 0.95, "average"),
+        "concat": (7.65, 1.1, "join"),
+        "out": (9.15, 1.3, "mix"),
+    }
+    for left, width, heading in columns.values():
+        ax.text(left + width / 2, top + 0.4, heading, ha="center", va="center")
+    box(0.0, 0.1, 0.9, top - 0.2, "x\n(n, d)")
+    box(7.65, 0.1, 1.1, top - 0.2, "concat\n(n, h d$_k$)")
+    box(9.15, 0.1, 1.3, top - 0.2, "$\\times W^O$\n\noutput\n(n, d)")
+    for i in range(num_heads):
+        colour = head_colour(i)
+        y = top - row * (i + 1) + 0.12
+        middle = y + (row - 0.24) / 2
+        texts = {
+            "qkv": f"$Q_{i}, K_{i}, V_{i}$\n(n, d$_k$) each",
+            "softmax": f"$A_{i}$ = softmax\n$(Q_{i} K_{i}^T / \\sqrt{{d_k}})$",
+            "head": f"head {i}\n$A_{i} V_{i}$",
+        }
+        for name, text in texts.items():
+            left, width, _ = columns[name]
+            box(left, y, width, row - 0.24, text, colour)
+        arrow((0.9, middle), (1.4, middle))
+        arrow((3.3, middle), (3.75, middle), colour)
+        arrow((5.85, middle), (6.3, middle), colour)
+        arrow((7.25, middle), (7.65, middle), colour)
+    arrow((8.75, top / 2), (9.15, top / 2))
+    ax.set_title(f"One layer, {num_heads} heads: every head reads all of x")
+    return ax
 
 
 def learning_curves(
@@ -161,9 +240,8 @@ def learning_curves(
         _, ax = plt.subplots(figsize=(6.4, 4.0))
     for label, histories in runs.items():
         steps = histories[0]["step"]
-        losses = np.array(
-            [history["loss"] for history in histories]
-        )  # (seeds, records)
+        # (seeds, records)
+        losses = np.array([history["loss"] for history in histories])
         (line,) = ax.plot(
             steps,
             np.median(losses, axis=0),
@@ -413,9 +491,8 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
         )
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.xaxis.set_minor_formatter(
-            NullFormatter()
-        )  # minor labels collide on short log axes
+        # minor labels collide on short log axes
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(label)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("loss / target variance (median over seeds)")

@@ -178,9 +178,8 @@ class MiniLM(nn.Module):
             + self.token_type_embeddings(torch.zeros_like(input_ids))
         )
         hidden = self.embedding_norm(hidden)
-        padding = (
-            attention_mask == 0
-        )  # (batch, n), True = padding, may not be attended to
+        # (batch, n), True = padding, may not be attended to
+        padding = attention_mask == 0
         all_weights = []
         for index, layer in enumerate(self.layers):
             mask = None if head_mask is None else head_mask[index]
@@ -207,9 +206,8 @@ class MiniLM(nn.Module):
             hidden, _ = self(
                 ids[batch, :n], mask[batch, :n], head_mask=head_mask
             )
-            weights = (
-                mask[batch, :n].unsqueeze(-1).to(hidden.dtype)
-            )  # (batch, n, 1)
+            # (batch, n, 1)
+            weights = mask[batch, :n].unsqueeze(-1).to(hidden.dtype)
             pooled[batch] = (hidden * weights).sum(1) / weights.sum(
                 1
             ).clamp_min(1e-9)
@@ -299,9 +297,8 @@ def load_minilm(device=None, *, weights=None):
     )
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.enable_truncation(MAX_TOKENS)
-    tokenizer.enable_padding(
-        pad_id=0, pad_token="[PAD]"
-    )  # to the longest sentence
+    # to the longest sentence
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
     checkpoint = load_file(str(path))
     names = {
         "word_embeddings.weight": "embeddings.word_embeddings.weight",

@@ -48,13 +48,16 @@ class Claims:
     def __len__(self):
         return len(self.held)
 
+    def _count(self):
+        return f"{len(self.held)} claim{'' if len(self.held) == 1 else 's'} held"
+
     def __repr__(self):
-        lines = [f"{self.title}: {len(self.held)} claims held"]
+        lines = [f"{self.title}: {self._count()}"]
         return "\n".join(lines + [f"  ✓ {claim}" for claim in self.held])
 
     def _repr_markdown_(self):
         items = "\n".join(f"- ✓ {claim}" for claim in self.held)
-        return f"**{self.title}** ({len(self.held)} claims held)\n\n{items}"
+        return f"**{self.title}** ({self._count()})\n\n{items}"
 
 
 def spread(values, digits=3):

@@ -80,16 +80,19 @@ class AttentionSpec:
                     f"{name} must be True or False, got "
                     f"{getattr(self, name)!r}"
                 )
-        set_sizes = (self.head_dim, self.value_dim, self.num_kv_heads)
-        if self.chunked and any(size is not None for size in set_sizes):
-            raise ValueError(
-                "the chunked layer fixes head_dim = value_dim = d_model / "
-                "num_heads "
-                "and has no shared key/value heads; leave those sizes unset"
-            )
         head_dim, num_kv_heads = resolve_heads(
             self.d_model, self.num_heads, self.head_dim, self.num_kv_heads
         )
+        if self.chunked:
+            chunk = self.d_model // self.num_heads
+            fixed = (chunk, chunk, self.num_heads)
+            given = (self.head_dim, self.value_dim, self.num_kv_heads)
+            if any(g is not None and g != f for g, f in zip(given, fixed)):
+                raise ValueError(
+                    "the chunked layer fixes head_dim = value_dim = d_model / "
+                    "num_heads and has no shared key/value heads; leave those "
+                    "sizes unset"
+                )
         value_dim = self.value_dim
         value_dim = head_dim if value_dim is None else value_dim
         check_positive_int("value_dim", value_dim)

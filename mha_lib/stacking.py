@@ -71,9 +71,8 @@ class Embedding(nn.Embedding):
         members = self.weight.shape[0]
         rows = ids.reshape(members, -1)  # (members, ids of one member)
         member = torch.arange(members, device=ids.device)[:, None]
-        return self.weight[member, rows].view(
-            *ids.shape, -1
-        )  # (members * batch, ..., dim)
+        # (members * batch, ..., dim)
+        return self.weight[member, rows].view(*ids.shape, -1)
 
 
 class LayerNorm(nn.LayerNorm):

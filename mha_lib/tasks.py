@@ -132,27 +132,27 @@ class AssociativeRecall:
         keys = torch.randn(
             batch, self.num_pairs, self.d_key, generator=generator
         )
-        keys = keys * (
-            self.d_key**0.5 / keys.norm(dim=-1, keepdim=True)
-        )  # (batch, pairs, d_key)
+        # (batch, pairs, d_key)
+        keys = keys * (self.d_key**0.5 / keys.norm(dim=-1, keepdim=True))
         values = torch.randn(
             batch, self.num_pairs, self.d_value, generator=generator
         )
         asked = torch.rand(batch, self.num_pairs, generator=generator).argsort(
             -1
         )[:, : self.num_queries]
-        queries = keys.gather(
-            1, asked[..., None].expand(-1, -1, self.d_key)
-        )  # (batch, queries, d_key)
+        # (batch, queries, d_key)
+        queries = keys.gather(1, asked[..., None].expand(-1, -1, self.d_key))
+        # (batch, queries, d_value)
         target = values.gather(
             1, asked[..., None].expand(-1, -1, self.d_value)
-        )  # (batch, queries, d_value)
+        )
         no_value = torch.zeros(batch, self.num_queries, self.d_value)
+        # (batch, seq, d_in)
         x = torch.cat(
             [
                 torch.cat([keys, values], -1),
                 torch.cat([queries, no_value], -1),
             ],
             1,
-        )  # (batch, seq, d_in)
+        )
         return x.to(device), target.to(device)

@@ -109,9 +109,8 @@ def train_together(
     rates = check_learning_rates(lr, len(models))
     check_positive_int("steps", steps)
     check_positive_int("record_every", record_every)
-    forward = stacked(
-        models
-    )  # parameters (members, *shape): the models' own forward
+    # parameters (members, *shape): the models' own forward
+    forward = stacked(models)
     params = list(forward.parameters())
     adam = StackedAdam(params, rates)
     records = {"step": [], "loss": [], "eval": []}
@@ -146,6 +145,7 @@ def train_seeds(
     device=None,
     batch_size=64,
     record_every=10,
+    curve_batch=None,
     **sizes,
 ):
     """Train one :class:`AttentionModel` of ``sizes`` per seed on ``task``,
@@ -154,7 +154,9 @@ def train_seeds(
     Returns ``[(model, history), ...]``, one per seed, as
     ``train_from_seed(task, seed=seed, ...)`` would: ordinary models on
     ``device``. ``lr`` is one learning rate or one per seed, so a learning-rate
-    grid is one call.
+    grid is one call. With ``curve_batch``, each model's loss on that many
+    fixed sequences (seeded apart from training and from :func:`evaluate`) is
+    recorded at every recorded step too, under ``"eval"``: a learning curve.
     """
     seeds = check_seeds(seeds)
     check_positive_int("batch_size", batch_size)
@@ -167,12 +169,10 @@ def train_seeds(
 
     def losses(forward, step):
         batches = [task.sample(batch_size, generator=g) for g in generators]
-        x = torch.cat([x for x, _ in batches]).to(
-            device
-        )  # (members * batch, seq, d_in)
-        target = torch.stack([t for _, t in batches]).to(
-            device
-        )  # (members, batch, ...)
+        # (members * batch, seq, d_in)
+        x = torch.cat([x for x, _ in batches]).to(device)
+        # (members, batch, ...)
+        target = torch.stack([t for _, t in batches]).to(device)
         prediction, _ = forward(x)  # (members * batch, seq, d_out)
         prediction = prediction.view(
             len(seeds), batch_size, *prediction.shape[1:]
@@ -182,8 +182,28 @@ def train_seeds(
         )
         return error.flatten(1).mean(1)  # (members,): each member's own loss
 
+    curve = None
+    if curve_batch is not None:
+        generator = torch.Generator().manual_seed(10_001)
+        probe_x, probe_target = task.sample(curve_batch, generator=generator)
+        probe_x = probe_x.repeat(len(seeds), 1, 1).to(device)
+        probe_target = probe_target.to(device)
+
+        def curve(forward):
+            prediction, _ = forward(probe_x)  # (members * probe, seq, d_out)
+            prediction = prediction.view(
+                len(seeds), curve_batch, *prediction.shape[1:]
+            )
+            error = (prediction[:, :, task.first :] - probe_target).pow(2)
+            return error.flatten(1).mean(1).cpu()
+
     histories = train_together(
-        models, losses, steps=steps, lr=lr, record_every=record_every
+        models,
+        losses,
+        steps=steps,
+        lr=lr,
+        record_every=record_every,
+        evaluate=curve,
     )
     return list(zip(models, histories))
 
@@ -264,7 +284,6 @@ class StackedAdam:
             exp_avg.lerp_(grad, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             denom = (exp_avg_sq.sqrt() / correction2_sqrt).add_(self.eps)
-            size = step_size.view(
-                -1, *[1] * (param.dim() - 1)
-            )  # (members, 1, ...)
+            # (members, 1, ...)
+            size = step_size.view(-1, *[1] * (param.dim() - 1))
             param.add_(size * exp_avg / denom)

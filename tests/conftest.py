@@ -1,9 +1,16 @@
-"""The book is built once per test session; the notebook, page and browser
-checks share it."""
+"""The book is built once per test session; the page and browser checks share
+the build.
+
+With ``--nbval`` the chapters have already run (the root ``conftest.py``) and
+the build reuses those executions from its cache. Without it, the build
+starts from an empty ``_build`` and executes every chapter itself.
+"""
 
 import json
 import shutil
 import subprocess
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,57 +18,56 @@ import pytest
 from support import ROOT
 
 BUILD = ROOT / "_build"
+# the README's build command, started by the interpreter running the tests
+BUILD_COMMAND = [
+    sys.executable,
+    "-c",
+    "from jupyter_book.cli.main import main; main()",
+    "build",
+    "--all",
+    "--warningiserror",
+    "--keep-going",
+    str(ROOT),
+]
 _builds = []  # the build made in this session, if any
 
 
 @dataclass
 class Build:
-    """One run of the README's build command: its exit code, output and what it
-    wrote."""
+    """One run of the README's build command: its exit code, output, time and
+    what it wrote."""
 
     returncode: int
     log: str
+    seconds: float
     html: Path
-    executed: (
-        Path  # the notebooks as executed by the build, with their outputs
-    )
-    # per notebook: runtime, succeeded, error, traceback (execution_report.py)
+    # per chapter: runtime, method, succeeded, error, traceback
+    # (book/_ext/execution_report.py)
     execution: dict
 
 
-def _build_book():
-    # From scratch, so that every notebook is executed against the library as
-    # it is now.
-    shutil.rmtree(BUILD, ignore_errors=True)
+def _build_book(nbval_ran):
+    if not nbval_ran:  # nothing to reuse: execute every chapter afresh
+        shutil.rmtree(BUILD, ignore_errors=True)
+    started = time.perf_counter()
     result = subprocess.run(
-        [
-            "jupyter-book",
-            "build",
-            "--all",
-            "--warningiserror",
-            "--keep-going",
-            str(ROOT),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
+        BUILD_COMMAND, cwd=ROOT, capture_output=True, text=True, timeout=1800
     )
     report = BUILD / "execution.json"
     return Build(
         returncode=result.returncode,
         log=result.stdout + result.stderr,
+        seconds=time.perf_counter() - started,
         html=BUILD / "html",
-        executed=BUILD / "jupyter_execute",
         execution=json.loads(report.read_text()) if report.is_file() else {},
     )
 
 
 @pytest.fixture(scope="session")
-def book_build():
-    """The session's one build of the book (every notebook executed once),
-    successful or not."""
-    _builds.append(_build_book())
+def book_build(request):
+    """The session's one build of the book, successful or not."""
+    nbval_ran = bool(getattr(request.config, "nbval_chapters", None))
+    _builds.append(_build_book(nbval_ran))
     return _builds[-1]
 
 
@@ -79,14 +85,16 @@ def built_book(book_build):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Print how long each notebook took to execute in this session's build."""
-    if not _builds or not _builds[-1].execution:
+    """The build's time, and how it got each chapter's outputs."""
+    if not _builds:
         return
-    terminalreporter.section(
-        "notebook execution (one run, inside the book build)"
-    )
-    for docname, data in sorted(_builds[-1].execution.items()):
-        status = "ok" if data["succeeded"] else f"FAILED ({data['error']})"
-        terminalreporter.write_line(
-            f"{docname:40s} {data['runtime']:6.1f} s  {status}"
-        )
+    build = _builds[-1]
+    terminalreporter.section(f"book build: {build.seconds:.0f} s")
+    for docname, data in sorted(build.execution.items()):
+        if data["reused"]:
+            how = "outputs reused from the cache"
+        else:
+            how = f"executed in {data['runtime']:.1f} s"
+        if not data["succeeded"]:
+            how += f", FAILED ({data['error']})"
+        terminalreporter.write_line(f"{docname:40s} {how}")

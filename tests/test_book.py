@@ -168,7 +168,7 @@ def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
     assert torch_lines and all(
         re.fullmatch(r"torch==[\d.]+\+cpu", line) for line in torch_lines
     ), torch_lines
-    assert "-e .[plot,pretrained]" in lines, (
+    assert "-e .[plot,pretrained,text]" in lines, (
         "Binder must install mha_lib with what the notebooks import"
     )
     extras = re.findall(
@@ -176,6 +176,6 @@ def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
         (ROOT / "pyproject.toml").read_text(),
         flags=re.MULTILINE,
     )
-    assert {"plot", "pretrained"} <= set(extras), (
+    assert {"plot", "pretrained", "text"} <= set(extras), (
         f"pyproject.toml's extras are {extras}"
     )

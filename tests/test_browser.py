@@ -125,9 +125,10 @@ def visit(browser, url, screenshot=None):
     page.wait_for_function(FIGURES_DRAWN, timeout=15000)
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
+        # JPEG: half the time of PNG
         page.screenshot(
             path=str(screenshot), full_page=True, type="jpeg", quality=80
-        )  # JPEG: half the time of PNG
+        )
     # An aborted request also logs "Failed to load resource"; the request
     # itself is reported above.
     return page, [e for e in errors if "Failed to load resource" not in e]

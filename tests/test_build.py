@@ -1,8 +1,11 @@
 """The book builds with warnings as errors, and every chapter page carries its
 figures."""
 
+import base64
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 from support import NOTEBOOKS, ROOT
@@ -27,17 +30,18 @@ def test_intro_page_is_built(built_book):
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_page_shows_its_figures_and_no_errors(built_book, chapter):
+    """Every figure the executed chapter drew is an image on its page."""
     html = (built_book / "notebooks" / f"{chapter}.html").read_text()
-    notebook = json.loads(
-        (ROOT / "notebooks" / f"{chapter}.ipynb").read_text()
-    )
-    figures = sum(
-        "plt.show()" in "".join(cell["source"]) for cell in notebook["cells"]
-    )
+    download = built_book / "_sources" / "notebooks" / f"{chapter}.ipynb"
+    cells = json.loads(download.read_text())["cells"]
+    outputs = [
+        o for c in cells if c["cell_type"] == "code" for o in c["outputs"]
+    ]
+    figures = sum("image/png" in o.get("data", {}) for o in outputs)
+    assert figures > 0, f"{chapter} drew no figure"
     images = re.findall(r'<img [^>]*src="([^"]+\.png)"', html)
-    assert len(images) >= figures, (
-        f"{chapter}: {figures} figures in the notebook, {len(images)} on the "
-        "page"
+    assert len(images) == figures, (
+        f"{chapter}: {figures} figures drawn, {len(images)} on the page"
     )
     for source in images:
         assert (built_book / "notebooks" / source).resolve().is_file(), (
@@ -70,3 +74,33 @@ def test_the_download_button_offers_each_chapter_executed(built_book):
         assert outputs > 0, (
             f"{chapter}: the download is the notebook without outputs"
         )
+
+
+def test_the_download_carries_an_installable_mha_lib(built_book, tmp_path):
+    """The wheel packed into each download installs, package data and all."""
+    download = built_book / "_sources" / "notebooks" / f"{CHAPTERS[0]}.ipynb"
+    cells = json.loads(download.read_text())["cells"]
+    (install,) = [c for c in cells if c.get("id") == "install-mha-lib"]
+    source = "".join(install["source"])
+    name = re.search(r'WHEEL_NAME = "([^"]+)"', source)[1]
+    packed = re.search(r'WHEEL = "([^"]+)"', source)[1]
+    wheel = tmp_path / name
+    wheel.write_bytes(base64.b64decode(packed))
+    target = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps"]
+    subprocess.run([*pip, "--target", str(target), str(wheel)], check=True)
+    check = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import mha_lib; "
+        "from mha_lib import results; print(mha_lib.__file__); "
+        "print(sorted(p.name for p in results.FOLDER.iterdir()))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", check, str(target)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    where, stored = result.stdout.splitlines()
+    assert where.startswith(str(target)), f"imported from {where}"
+    assert "ch5_experiment.json" in stored, f"stored results missing: {stored}"

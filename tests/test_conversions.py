@@ -94,9 +94,8 @@ def test_interleaved_layout_converts_to_stacked():
     interleaved = mha_lib.stacked_to_interleaved(weight, 3)
     # Head 1's key rows sit right after head 1's query rows in the interleaved
     # layout.
-    assert torch.equal(
-        interleaved[16:20], weight[12 + 4 : 12 + 8]
-    )  # rows: q0 k0 v0 q1 k1 ...
+    # rows: q0 k0 v0 q1 k1 ...
+    assert torch.equal(interleaved[16:20], weight[12 + 4 : 12 + 8])
     assert torch.equal(mha_lib.interleaved_to_stacked(interleaved, 3), weight)
     assert torch.equal(
         mha_lib.interleaved_to_stacked(

@@ -130,7 +130,9 @@ def test_chunked_layer_formula_and_flops(d_model, num_heads, bias):
         ]
     )
     with pytest.raises(ValueError, match="chunked layer fixes head_dim"):
-        mha_lib.parameter_count(d_model, num_heads, head_dim=4, chunked=True)
+        mha_lib.parameter_count(
+            d_model, num_heads, head_dim=d_model // num_heads + 1, chunked=True
+        )
 
 
 @pytest.mark.parametrize("head_dim,value_dim", [(2, 32), (32, 4), (8, 3)])
@@ -152,4 +154,4 @@ def test_value_dim_formula_and_flops_match_real_modules(head_dim, value_dim):
     assert counter.get_total_flops() == flops["total"]
     assert flops["mixing"] == 2 * 4 * 10 * 10 * value_dim
     with pytest.raises(ValueError, match="chunked layer fixes"):
-        mha_lib.parameter_count(32, 4, value_dim=8, chunked=True)
+        mha_lib.parameter_count(32, 4, value_dim=2, chunked=True)

@@ -118,9 +118,8 @@ def test_fully_masked_rows_give_zero_attention_and_finite_gradients():
         )
         assert torch.isfinite(output).all(), "a fully masked row produced NaN"
         bias = ours.out_proj.bias.expand(5, 16)
-        torch.testing.assert_close(
-            output[0, 2], bias[2]
-        )  # zero attention output, then W_O adds bias
+        # zero attention output, then W_O adds bias
+        torch.testing.assert_close(output[0, 2], bias[2])
         torch.testing.assert_close(output[1], bias)
         if need_weights:
             assert torch.all(weights[0, :, 2] == 0) and torch.all(
@@ -147,9 +146,8 @@ def test_head_mask_scales_each_head_and_is_differentiable():
     torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
     # By hand: head outputs summed through their own W_O blocks.
     _, weights = ours(x, need_weights=True)
-    values = (
-        ours.v_proj(x).view(2, 6, 4, 8).transpose(1, 2)
-    )  # (batch, heads, seq, head_dim)
+    # (batch, heads, seq, head_dim)
+    values = ours.v_proj(x).view(2, 6, 4, 8).transpose(1, 2)
     heads = weights @ values
     blocks = ours.out_proj.weight.view(32, 4, 8)  # (d_model, heads, head_dim)
     manual = (
@@ -197,9 +195,8 @@ def test_variants_equal_an_explicit_computation(
     v = layer.v_proj(x).view(2, 7, kv_heads, value_size)
     outputs = []
     for head in range(num_heads):
-        kv = head // (
-            num_heads // kv_heads
-        )  # the key/value head this query head shares
+        # the key/value head this query head shares
+        kv = head // (num_heads // kv_heads)
         scores = q[:, :, head] @ k[:, :, kv].transpose(1, 2) / head_dim**0.5
         attention = scores.softmax(-1)
         torch.testing.assert_close(
@@ -368,9 +365,8 @@ def block_diagonal_twin(chunked):
     with torch.no_grad():
         for name in ("q_proj", "k_proj", "v_proj"):
             source, target = getattr(chunked, name), getattr(twin, name)
-            target.weight.copy_(
-                torch.block_diag(*source.weight)
-            )  # (d, d), head i's block on the diagonal
+            # (d, d), head i's block on the diagonal
+            target.weight.copy_(torch.block_diag(*source.weight))
             target.bias.copy_(source.bias.flatten())
         twin.out_proj.load_state_dict(chunked.out_proj.state_dict())
     return twin
@@ -425,9 +421,8 @@ def test_a_chunked_head_reads_only_its_own_chunk():
     x_again = x.detach().clone().requires_grad_()
     _, weights = chunked(x, need_weights=True)
     weights[0, 1].sum().backward()  # head 1's attention pattern
-    reads = (
-        x.grad.abs().sum(dim=(0, 1)) > 0
-    )  # (d_model,): the features it depends on
+    # (d_model,): the features it depends on
+    reads = x.grad.abs().sum(dim=(0, 1)) > 0
     assert reads.tolist() == [False] * 4 + [True] * 4 + [False] * 8, (
         "head 1 should read features 4-7 only"
     )

@@ -117,12 +117,14 @@ def test_word_attention_merges_pieces_as_clark_et_al():
     word_ids = [None, 0, 1, 1, 2, None]
     words = word_attention(weights, word_ids)
     assert words.shape == (2, 3, 3)
+    # to a word: sum
     torch.testing.assert_close(
         words[:, 0, 1], weights[:, 1, 2] + weights[:, 1, 3]
-    )  # to a word: sum
+    )
+    # from: mean
     torch.testing.assert_close(
         words[:, 1, 0], (weights[:, 2, 1] + weights[:, 3, 1]) / 2
-    )  # from: mean
+    )
     torch.testing.assert_close(words[:, 2, 2], weights[:, 4, 4])
     with pytest.raises(ValueError, match="n_tokens"):
         word_attention(weights, word_ids[:-1])
@@ -168,9 +170,8 @@ def test_attention_statistics_and_classification():
     to_cls = torch.zeros(n, n)
     to_cls[:, 0] = 1
     uniform = torch.full((n, n), 1 / n)
-    maps = torch.stack([previous, to_cls, uniform]).view(
-        1, 3, n, n
-    )  # (layers, heads, n, n)
+    # (layers, heads, n, n)
+    maps = torch.stack([previous, to_cls, uniform]).view(1, 3, n, n)
     stats = attention_statistics(maps)
     assert stats["previous"][0, 0] == 1 and stats["cls"][0, 1] == 1
     assert math.isclose(stats["entropy"][0, 2].item(), 1.0, rel_tol=1e-5)

@@ -21,9 +21,8 @@ def test_glue_hands_the_value_to_myst_nb_and_returns_nothing(monkeypatch):
 
 
 def test_glue_does_nothing_without_myst_nb(monkeypatch):
-    monkeypatch.setitem(
-        sys.modules, "myst_nb", None
-    )  # as on Colab: the import fails
+    # as on Colab: the import fails
+    monkeypatch.setitem(sys.modules, "myst_nb", None)
     assert glue("x", 1.5) is None
 
 

@@ -1,30 +1,56 @@
-"""Sphinx extension: write what executing each notebook did to
+"""Sphinx extension: write how each notebook got its outputs to
 ``_build/execution.json``.
 
-The build executes every notebook once; the tests read this report (did each
-notebook run to the end, and how long did it take) instead of executing the
-notebooks a second time.
+The notebooks run in ``cache`` mode: a notebook whose code is unchanged since
+its outputs were cached is not executed again (the test command caches the
+executions of its nbval run, so its build executes nothing). For every
+notebook the report says whether its outputs were ``reused`` from a cache
+entry that existed before this build, and what executing it did
+(``runtime``, ``succeeded``, ``error``, ``traceback``).
 """
 
 import json
 from pathlib import Path
 
+import nbformat
+
+KEYS = ("runtime", "succeeded", "error", "traceback")
+
+
+def _cache(app):
+    from jupyter_cache import get_cache
+
+    return get_cache(app.env.mystnb_config.execution_cache_path)
+
+
+def _snapshot(app, env, docnames):
+    """The cache entries there before anything is executed."""
+    records = _cache(app).list_cache_records()
+    env.execution_report_before = {record.pk for record in records}
+
 
 def _write_report(app, exception):
     if exception is not None or app.builder.format != "html":
         return
-    report = {
-        docname: {
-            key: data[key]
-            for key in ("runtime", "succeeded", "error", "traceback")
-        }
-        for docname, metadata in getattr(app.env, "nb_metadata", {}).items()
-        if (data := metadata.get("exec_data"))
-    }
+    before = getattr(app.env, "execution_report_before", set())
+    cache = _cache(app)
+    report = {}
+    for docname, metadata in getattr(app.env, "nb_metadata", {}).items():
+        data = metadata.get("exec_data")
+        if not data:
+            continue
+        notebook = nbformat.read(app.env.doc2path(docname), as_version=4)
+        try:
+            record = cache.match_cache_notebook(notebook)
+        except KeyError:  # not cached: its execution failed
+            record = None
+        report[docname] = {key: data[key] for key in KEYS}
+        report[docname]["reused"] = record is not None and record.pk in before
     path = Path(app.outdir).parent / "execution.json"
     path.write_text(json.dumps(report, indent=1, sort_keys=True))
 
 
 def setup(app):
+    app.connect("env-before-read-docs", _snapshot)
     app.connect("build-finished", _write_report)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -79,9 +79,8 @@ def _load_vega(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
-    plugins = (
-        render.load_mime_renders()
-    )  # the cached list myst-nb consults for every output
+    # the cached list myst-nb consults for every output
+    plugins = render.load_mime_renders()
     if VegaLiteRenderer not in plugins:
         plugins.append(VegaLiteRenderer)
     app.connect("config-inited", _add_static_path)

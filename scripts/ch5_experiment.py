@@ -1,0 +1,241 @@
+"""Chapter 5's full experiment: chunked, standard and wide layers on two tasks.
+
+    python3 scripts/ch5_experiment.py   # about half an hour on a 2-core CPU
+
+writes ``mha_lib/results/ch5_experiment.json`` (with the command, device,
+versions and wall time), which Chapter 5 reads. Three parts, each trained with
+``train_seeds`` (Adam, batch 32, ``d_model`` 32, one attention layer),
+evaluated on 1024 fresh sequences:
+
+- ``grid``: every layer below on both tasks, 150 steps, learning rates 1e-2,
+  3e-2 and 1e-1, seeds 0-9;
+- ``long``: the standard, wide and chunked layers with 2 to 16 heads, and every
+  other layer whose seeds split into solved and unsolved in the grid, 600
+  steps, learning rates 3e-3, 1e-2 and 3e-2 on seeds 0-9, then seeds 10-19 at
+  the best of them; each run records its loss on 256 sequences every 25 steps;
+- ``paths``: query/key size and value size set apart (1, 2 or 4 against 8) at
+  8, 16 and 32 heads on both tasks, as the grid.
+
+A run that stops can be started again: finished layers are kept in a partial
+file beside the result and skipped.
+"""
+
+import json
+import statistics
+import time
+
+import mha_lib
+from mha_lib import results
+from mha_lib.spec import AttentionSpec
+from mha_lib.tasks import AssociativeRecall, OffsetCopy
+from mha_lib.training import evaluate, train_seeds
+
+D_MODEL, BATCH, SOLVED = 32, 32, 0.05
+TASKS = {
+    "offset copy": OffsetCopy(offsets=(1, 2, 4, 7), seq_len=16, d_in=4),
+    "associative recall": AssociativeRecall(
+        d_key=8, d_value=4, num_pairs=8, num_queries=8
+    ),
+}
+SHORT, LONG, CURVE_EVERY = 150, 600, 25
+SHORT_RATES, LONG_RATES = [1e-2, 3e-2, 1e-1], [3e-3, 1e-2, 3e-2]
+FIRST_SEEDS, MORE_SEEDS = list(range(10)), list(range(10, 20))
+HEAD_COUNTS = [2, 4, 8, 16]
+
+
+def grid_layers():
+    """Every layer of the grid, as ``AttentionSpec`` keyword arguments."""
+    layers = [dict(num_heads=h) for h in (1, 2, 4, 8, 16, 32)]
+    layers += [dict(num_heads=h, head_dim=D_MODEL) for h in HEAD_COUNTS]
+    layers += [dict(num_heads=h, chunked=True) for h in HEAD_COUNTS]
+    sized = [
+        (2, 4),
+        (2, 8),
+        (4, 4),
+        (4, 16),
+        (8, 8),
+        (8, 16),
+        (16, 4),
+        (16, 8),
+    ]
+    sized += [(16, 16)]
+    layers += [dict(num_heads=h, head_dim=size) for h, size in sized]
+    return layers
+
+
+def path_layers():
+    """Query/key size and value size set apart, at 8, 16 and 32 heads."""
+    layers = []
+    for heads in (8, 16, 32):
+        small = D_MODEL // heads
+        for qk, value in ((small, 8), (8, small), (8, 8)):
+            layers.append(dict(num_heads=heads, head_dim=qk, value_dim=value))
+    return layers
+
+
+def key(task_name, sizes):
+    return f"{task_name} | {AttentionSpec(D_MODEL, **sizes).label}"
+
+
+def record(task_name, sizes, lr, seed, loss, **extra):
+    spec = AttentionSpec(D_MODEL, **sizes)
+    task = TASKS[task_name]
+    return {
+        "task": task_name,
+        "layer": spec.label,
+        "kind": spec.kind,
+        "heads": spec.num_heads,
+        "head_dim": spec.head_dim,
+        "value_dim": spec.value_dim,
+        "params": spec.parameter_count(),
+        "flops": spec.flops(task.seq_len)["total"],
+        "lr": lr,
+        "seed": seed,
+        "loss": loss,
+        **extra,
+    }
+
+
+def short_runs(task_name, sizes, device):
+    """10 seeds at each short-run rate, 150 steps: one record per model."""
+    seeds = FIRST_SEEDS * len(SHORT_RATES)
+    rates = [lr for lr in SHORT_RATES for _ in FIRST_SEEDS]
+    task = TASKS[task_name]
+    runs = train_seeds(
+        task,
+        seeds=seeds,
+        lr=rates,
+        steps=SHORT,
+        batch_size=BATCH,
+        device=device,
+        d_model=D_MODEL,
+        **sizes,
+    )
+    return [
+        record(task_name, sizes, lr, seed, evaluate(model, task))
+        for (model, _), seed, lr in zip(runs, seeds, rates)
+    ]
+
+
+def long_runs(task_name, sizes, seeds, rates, device):
+    """600 steps; the loss on 256 fixed sequences every 25 steps: a curve."""
+    task = TASKS[task_name]
+    rates = rates if isinstance(rates, list) else [rates] * len(seeds)
+    runs = train_seeds(
+        task,
+        seeds=seeds,
+        lr=rates,
+        steps=LONG,
+        batch_size=BATCH,
+        device=device,
+        record_every=CURVE_EVERY,
+        curve_batch=256,
+        d_model=D_MODEL,
+        **sizes,
+    )
+    return [
+        record(
+            task_name,
+            sizes,
+            lr,
+            seed,
+            evaluate(model, task),
+            curve_steps=history["step"],
+            curve=[round(loss, 6) for loss in history["eval"]],
+        )
+        for (model, history), seed, lr in zip(runs, seeds, rates)
+    ]
+
+
+def best_rate(records):
+    """The rate with the lowest median loss over seeds."""
+    by_rate = {}
+    for r in records:
+        by_rate.setdefault(r["lr"], []).append(r["loss"])
+    return min(by_rate, key=lambda lr: statistics.median(by_rate[lr]))
+
+
+def splits(records):
+    """Whether a layer's seeds split into solved and unsolved, best lr."""
+    lr = best_rate(records)
+    solved = sum(r["loss"] < SOLVED for r in records if r["lr"] == lr)
+    return 0 < solved < len(FIRST_SEEDS)
+
+
+def main():
+    started = time.time()
+    device = mha_lib.pick_device()
+    partial = results.FOLDER / "ch5_experiment.partial.json"
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    done = json.loads(partial.read_text()) if partial.is_file() else {}
+
+    def part(name, task_name, sizes, run):
+        """``run(task_name, sizes, device)``, or its records if it ran."""
+        entry = f"{name} | {key(task_name, sizes)}"
+        if entry not in done:
+            begun = time.time()
+            done[entry] = run(task_name, sizes, device)
+            partial.write_text(json.dumps(done))
+            print(f"{entry}: {time.time() - begun:.0f} s", flush=True)
+        return done[entry]
+
+    grid = {}
+    for task_name in TASKS:
+        for sizes in grid_layers():
+            grid[key(task_name, sizes)] = part(
+                "grid",
+                task_name,
+                sizes,
+                short_runs,
+            )
+    long = []
+    for task_name in TASKS:
+        for sizes in grid_layers():
+            main_layer = sizes.get("head_dim") in (None, D_MODEL)
+            main_layer = main_layer and sizes["num_heads"] in HEAD_COUNTS
+            if not (main_layer or splits(grid[key(task_name, sizes)])):
+                continue
+
+            def tuned_then_more(task_name, sizes, device):
+                seeds = FIRST_SEEDS * len(LONG_RATES)
+                rates = [lr for lr in LONG_RATES for _ in FIRST_SEEDS]
+                first = long_runs(task_name, sizes, seeds, rates, device)
+                lr = best_rate(first)
+                more = long_runs(task_name, sizes, MORE_SEEDS, lr, device)
+                return first + more
+
+            long += part("long", task_name, sizes, tuned_then_more)
+    paths = []
+    for task_name in TASKS:
+        for sizes in path_layers():
+            if key(task_name, sizes) in grid:  # the same layer is in the grid
+                continue
+            paths += part(
+                "paths",
+                task_name,
+                sizes,
+                short_runs,
+            )
+    data = {
+        "settings": {
+            "d_model": D_MODEL,
+            "batch_size": BATCH,
+            "solved_below": SOLVED,
+            "short_steps": SHORT,
+            "long_steps": LONG,
+            "short_rates": SHORT_RATES,
+            "long_rates": LONG_RATES,
+            "curve_every": CURVE_EVERY,
+            "tasks": {name: repr(task) for name, task in TASKS.items()},
+        },
+        "grid": [r for records in grid.values() for r in records],
+        "long": long,
+        "paths": paths,
+    }
+    path = results.save("ch5_experiment", data, device=device, started=started)
+    partial.unlink()
+    print(f"wrote {path} in {time.time() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
