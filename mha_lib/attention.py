@@ -146,16 +146,25 @@ def build_mask(
 
 
 def attend(
-    q, k, v, logit_mask=None, dead_rows=None, *, scale=None, need_weights=False
+    q,
+    k,
+    v,
+    logit_mask=None,
+    dead_rows=None,
+    *,
+    scale=None,
+    dropout=0.0,
+    need_weights=False,
 ):
     """Softmax attention per head.
 
     ``q``: (batch, heads, n_query, head_dim); ``k``, ``v``: (batch, heads,
     n_key, size), where ``k``/``v`` may have fewer heads that divide ``heads``
     (grouped-query attention). ``scale`` multiplies the logits, default ``1 /
-    sqrt(head_dim)``. Returns ``(out (batch, heads, n_query, size), weights
-    (batch, heads, n_query, n_key) or None)``. Without ``need_weights`` it
-    calls ``F.scaled_dot_product_attention`` (fused kernels).
+    sqrt(head_dim)``; ``dropout`` drops attention weights with that probability
+    (give 0 outside training). Returns ``(out (batch, heads, n_query, size),
+    weights (batch, heads, n_query, n_key) or None)``. Without ``need_weights``
+    it calls ``F.scaled_dot_product_attention`` (fused kernels).
     """
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     group = q.shape[1] // k.shape[1]
@@ -171,9 +180,9 @@ def attend(
         weights = scores.softmax(dim=-1)
         if dead_rows is not None:
             weights = weights.masked_fill(dead_rows, 0.0)
-        return weights @ v, weights
+        return F.dropout(weights, dropout) @ v, weights
     out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=logit_mask, scale=scale
+        q, k, v, attn_mask=logit_mask, scale=scale, dropout_p=dropout
     )
     if dead_rows is not None:
         out = out.masked_fill(dead_rows, 0.0)

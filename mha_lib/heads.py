@@ -28,24 +28,27 @@ def _own_blocks(layer):
 
 def head_parameters(layer):
     """All of each head's own parameters as one row: ``(num_heads, parameters
-    per head)``.
+    per head)``, or ``(members, num_heads, ...)`` for a stacked layer.
 
     The output bias is shared by all heads and not included. Returns a detached
     copy.
     """
-    heads = layer.num_heads
-    return torch.cat(
-        [b.detach().reshape(heads, -1) for b in _own_blocks(layer)], dim=1
-    )
+    blocks = _own_blocks(layer)
+    lead = blocks[0].shape[: blocks[0].dim() - 3]  # (members,) if stacked
+    rows = [b.detach().reshape(*lead, layer.num_heads, -1) for b in blocks]
+    return torch.cat(rows, dim=-1)
 
 
 def head_spread(layer):
     """How different a layer's heads are: RMS distance of each head's
     parameters from the heads' mean, relative to the RMS size of a head's
-    parameters. 0 means identical heads."""
-    params = head_parameters(layer)  # (heads, parameters per head)
-    distance = (params - params.mean(0)).pow(2).sum(1).mean().sqrt()
-    return (distance / params.pow(2).sum(1).mean().sqrt()).item()
+    parameters. 0 means identical heads. A float; for a stacked layer one
+    value per member, ``(members,)``."""
+    params = head_parameters(layer)  # (..., heads, parameters per head)
+    centred = params - params.mean(-2, keepdim=True)
+    distance = centred.pow(2).sum(-1).mean(-1).sqrt()
+    spread = distance / params.pow(2).sum(-1).mean(-1).sqrt()
+    return spread.item() if spread.dim() == 0 else spread
 
 
 def copy_head(layer, source=0, targets=None):

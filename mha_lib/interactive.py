@@ -157,7 +157,7 @@ def records_chart(
 
 
 def attention_by_head_count(
-    attention, difference, *, title=None, panel=90, columns=4
+    attention, difference, *, title=None, panel=130, columns=4
 ):
     """Per-head attention maps and the output difference, for a number of heads
     a control picks.
@@ -200,15 +200,15 @@ def attention_by_head_count(
         maps += [
             {
                 "h": heads,
-                "head": f"head {i}",
-                "query": q,
-                "key": k,
+                "head": i,
+                "query": q + 1,
+                "key": k + 1,
                 "weight": round(float(weights[i, q, k]), 4),
             }
             for i, q, k in np.ndindex(weights.shape)
         ]
         bars += [
-            {"h": heads, "query": q, "difference": round(float(value), 4)}
+            {"h": heads, "query": q + 1, "difference": round(float(value), 4)}
             for q, value in enumerate(moved)
         ]
     pick = _control(
@@ -227,27 +227,25 @@ def attention_by_head_count(
         "transform": [{"filter": "datum.h == h"}],
         "facet": {
             "field": "head",
-            "type": "nominal",
+            "type": "ordinal",
             "title": None,
-            "sort": {"field": "head"},
+            "header": {"labelExpr": "'head ' + datum.value"},
         },
         "columns": columns,
         "spec": {
             "width": panel,
             "height": panel,
-            "mark": {"type": "rect", "tooltip": True},
+            "mark": {"type": "rect"},
             "encoding": {
                 "x": {
                     "field": "key",
                     "type": "ordinal",
-                    "axis": {"labels": False, "ticks": False},
-                    "title": "key",
+                    "title": "key position",
                 },
                 "y": {
                     "field": "query",
                     "type": "ordinal",
-                    "axis": {"labels": False, "ticks": False},
-                    "title": "query",
+                    "title": "query position",
                 },
                 "color": {
                     "field": "weight",
@@ -255,6 +253,12 @@ def attention_by_head_count(
                     "scale": {"scheme": "viridis", "domain": [0, strongest]},
                     "title": "attention",
                 },
+                "tooltip": [
+                    {"field": "head"},
+                    {"field": "query", "title": "query position"},
+                    {"field": "key", "title": "key position"},
+                    {"field": "weight", "format": ".3f"},
+                ],
             },
         },
     }
@@ -480,6 +484,15 @@ def _choices(records, field):
     return sorted(values) if numbers else sorted(values, key=str)
 
 
+def number_label(value):
+    """A value as a reader wants to see it: ``0.01``, ``2.2e-05``, ``8``."""
+    if not isinstance(value, float):
+        return str(value)
+    if value == 0 or 1e-3 <= abs(value) < 1e4:
+        return f"{value:.3g}"
+    return f"{value:.2g}"
+
+
 def _control(name, label, choices, control, start=None):
     """A parameter bound to a drop-down or radio buttons, starting at ``start``
     or the first choice."""
@@ -490,10 +503,7 @@ def _control(name, label, choices, control, start=None):
             f"start must be one of the values of the field {label!r}: "
             f"{choices}, got {start!r}"
         )
-    labels = [
-        f"{choice:g}" if isinstance(choice, float) else str(choice)
-        for choice in choices
-    ]
+    labels = [number_label(choice) for choice in choices]
     bind = {
         "input": control,
         "options": list(choices),

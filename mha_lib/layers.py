@@ -128,6 +128,7 @@ class _FusedAttention(_Heads):
             v,
             *masks,
             scale=self.spec.logit_scale,
+            dropout=self.spec.dropout if self.training else 0.0,
             need_weights=need_weights,
         )
         if head_mask is not None:
@@ -148,7 +149,8 @@ class MultiHeadAttention(_FusedAttention):
     grouped-query attention (1: multi-query). ``value_dim`` (default
     ``head_dim``) sizes the values apart from the queries and keys, so the two
     paths through a head can be widened or shrunk one at a time. ``scale``
-    replaces the logits' factor ``1 / sqrt(head_dim)``.
+    replaces the logits' factor ``1 / sqrt(head_dim)``; ``dropout`` drops
+    attention weights in training.
     """
 
     def __init__(
@@ -161,6 +163,7 @@ class MultiHeadAttention(_FusedAttention):
         num_kv_heads=None,
         bias=True,
         scale=None,
+        dropout=0.0,
     ):
         spec = AttentionSpec(
             d_model,
@@ -170,6 +173,7 @@ class MultiHeadAttention(_FusedAttention):
             num_kv_heads=num_kv_heads,
             bias=bias,
             scale=scale,
+            dropout=dropout,
         )
         super().__init__(spec)
         q_width, k_width, v_width, concat_width = spec._widths()
@@ -195,20 +199,23 @@ class MultiHeadAttention(_FusedAttention):
         return q, k, v
 
     def head_weights(self):
-        """The weights, heads first: a :class:`HeadWeights` of views."""
+        """The weights, heads first: a :class:`HeadWeights` of views.
+
+        Stacked parameters (:mod:`mha_lib.stacking`) keep their members axis
+        first: ``W_Q`` is then ``(members, heads, d_model, head_dim)``.
+        """
         heads, kv_heads = self.num_heads, self.num_kv_heads
 
         def by_head(linear, count):  # (count * size, d) -> (count, d, size)
-            return linear.weight.view(count, -1, self.d_model).transpose(1, 2)
+            return linear.weight.unflatten(-2, (count, -1)).transpose(-2, -1)
 
         def bias_of(linear, count):
-            return None if linear.bias is None else linear.bias.view(count, -1)
+            bias = linear.bias
+            return None if bias is None else bias.unflatten(-1, (count, -1))
 
         # W_O is stored (d_model, heads * value_dim): head i owns a block of
-        # columns
-        w_o = self.out_proj.weight.view(self.d_model, heads, -1).permute(
-            1, 2, 0
-        )
+        # columns; (d, heads, value_dim) -> (heads, value_dim, d)
+        w_o = self.out_proj.weight.unflatten(-1, (heads, -1)).movedim(-3, -1)
         return HeadWeights(
             by_head(self.q_proj, heads),
             by_head(self.k_proj, kv_heads),
@@ -270,10 +277,11 @@ class ChunkedAttention(_FusedAttention):
     d^2``.
     """
 
-    def __init__(self, d_model, num_heads, *, bias=True):
-        super().__init__(
-            AttentionSpec(d_model, num_heads, chunked=True, bias=bias)
+    def __init__(self, d_model, num_heads, *, bias=True, dropout=0.0):
+        spec = AttentionSpec(
+            d_model, num_heads, chunked=True, bias=bias, dropout=dropout
         )
+        super().__init__(spec)
         self.q_proj = ChunkedLinear(num_heads, self.head_dim, bias)
         self.k_proj = ChunkedLinear(num_heads, self.head_dim, bias)
         self.v_proj = ChunkedLinear(num_heads, self.head_dim, bias)
@@ -288,12 +296,11 @@ class ChunkedAttention(_FusedAttention):
         """The weights, heads first: a :class:`HeadWeights` of views (``reads``
         = chunk)."""
         projections = (self.q_proj, self.k_proj, self.v_proj)
-        w_o = self.out_proj.weight.view(
-            self.d_model, self.num_heads, -1
-        ).permute(1, 2, 0)
+        heads = self.num_heads
+        w_o = self.out_proj.weight.unflatten(-1, (heads, -1)).movedim(-3, -1)
         return HeadWeights(
             # (heads, in, out)
-            *(p.weight.transpose(1, 2) for p in projections),
+            *(p.weight.transpose(-2, -1) for p in projections),
             w_o,
             *(p.bias for p in projections),
         )

@@ -84,15 +84,16 @@ def line_chart(
 
 
 def head_colour(index):
-    """The colour of head ``index`` in every figure of the book (figures with and
-    without a kernel share :data:`mha_lib.interactive.HEAD_COLOURS`)."""
+    """The colour of head ``index`` in every figure of the book (figures with
+    and without a kernel share :data:`mha_lib.interactive.HEAD_COLOURS`)."""
     from .interactive import HEAD_COLOURS
 
     return HEAD_COLOURS[index % len(HEAD_COLOURS)]
 
 
 def head_ownership(layer, axes=None):
-    """A layer's fused weights coloured by the head that owns each block (Ch. 2).
+    """A layer's fused weights coloured by the head that owns each block (Ch.
+    2).
 
     Left: the stacked q/k/v projection as PyTorch stores it,
     ``(3 * h * head_dim, d_model)``; head i owns a band of rows in each of the
@@ -119,7 +120,7 @@ def head_ownership(layer, axes=None):
     )
 
     def painted(weight, owner):
-        """``owner``: the head of every entry; strong weights in full colour."""
+        """``owner``: the head of every entry; strong weights in colour."""
         shade = 0.35 + 0.65 * np.abs(weight) / np.abs(weight).max()
         return 1 - (1 - palette[owner]) * shade[..., None]
 

@@ -49,7 +49,9 @@ class Claims:
         return len(self.held)
 
     def _count(self):
-        return f"{len(self.held)} claim{'' if len(self.held) == 1 else 's'} held"
+        return (
+            f"{len(self.held)} claim{'' if len(self.held) == 1 else 's'} held"
+        )
 
     def __repr__(self):
         lines = [f"{self.title}: {self._count()}"]

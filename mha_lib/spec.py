@@ -62,6 +62,8 @@ class AttentionSpec:
       sizes are then fixed.
     - ``scale``: the factor of the attention logits, default ``1 /
       sqrt(head_dim)``.
+    - ``dropout``: the probability of dropping an attention weight in
+      training (BERT uses 0.1); the sizes and costs do not change.
     """
 
     d_model: int
@@ -72,6 +74,7 @@ class AttentionSpec:
     chunked: bool = False
     bias: bool = True
     scale: float | None = None
+    dropout: float = 0.0
 
     def __post_init__(self):
         for name in ("chunked", "bias"):
@@ -96,6 +99,12 @@ class AttentionSpec:
         value_dim = self.value_dim
         value_dim = head_dim if value_dim is None else value_dim
         check_positive_int("value_dim", value_dim)
+        if not (
+            isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1
+        ):
+            raise ValueError(
+                f"dropout must be a probability in [0, 1), got {self.dropout}"
+            )
         if self.scale is not None and not (
             isinstance(self.scale, (int, float)) and self.scale > 0
         ):
@@ -161,7 +170,10 @@ class AttentionSpec:
 
         if self.chunked:
             return ChunkedAttention(
-                self.d_model, self.num_heads, bias=self.bias
+                self.d_model,
+                self.num_heads,
+                bias=self.bias,
+                dropout=self.dropout,
             )
         return MultiHeadAttention(
             self.d_model,
@@ -171,6 +183,7 @@ class AttentionSpec:
             num_kv_heads=self.num_kv_heads,
             bias=self.bias,
             scale=self.scale,
+            dropout=self.dropout,
         )
 
     def _widths(self):

@@ -146,6 +146,8 @@ def train_seeds(
     batch_size=64,
     record_every=10,
     curve_batch=None,
+    init=None,
+    evaluate=None,
     **sizes,
 ):
     """Train one :class:`AttentionModel` of ``sizes`` per seed on ``task``,
@@ -157,13 +159,21 @@ def train_seeds(
     grid is one call. With ``curve_batch``, each model's loss on that many
     fixed sequences (seeded apart from training and from :func:`evaluate`) is
     recorded at every recorded step too, under ``"eval"``: a learning curve.
+    ``evaluate(forward)`` records anything else that way (see
+    :func:`train_together`). ``init(model, seed)``, if given, changes each
+    model before training (to copy heads, say), right after it is built.
     """
+    if curve_batch is not None and evaluate is not None:
+        raise ValueError("give curve_batch or evaluate, not both")
     seeds = check_seeds(seeds)
     check_positive_int("batch_size", batch_size)
     models = []
     for seed in seeds:
         seed_everything(seed)
-        models.append(AttentionModel.for_task(task, **sizes).to(device))
+        model = AttentionModel.for_task(task, **sizes)
+        if init is not None:
+            init(model, seed)
+        models.append(model.to(device))
     device = next(models[0].parameters()).device
     generators = [torch.Generator().manual_seed(seed) for seed in seeds]
 
@@ -182,7 +192,7 @@ def train_seeds(
         )
         return error.flatten(1).mean(1)  # (members,): each member's own loss
 
-    curve = None
+    curve = evaluate
     if curve_batch is not None:
         generator = torch.Generator().manual_seed(10_001)
         probe_x, probe_target = task.sample(curve_batch, generator=generator)

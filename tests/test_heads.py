@@ -93,3 +93,20 @@ def test_copy_head_works_on_chunked_layers():
     assert head_parameters(layer).shape == (4, 3 * 4 * 4 + 3 * 4 + 16 * 4)
     copy_head(layer, source=1)
     assert head_spread(layer) == 0
+
+
+def test_attention_dropout_breaks_the_symmetry_of_identical_heads():
+    """Without dropout identical heads get identical gradients; with it each
+    head drops its own weights, so their gradients differ (training only)."""
+    x = torch.randn(4, 6, 16)
+    gaps = {}
+    for dropout in (0.0, 0.1):
+        mha_lib.seed_everything(0)
+        layer = copy_head(mha_lib.MultiHeadAttention(16, 2, dropout=dropout))
+        layer(x, is_causal=True)[0].pow(2).mean().backward()
+        grad = layer.q_proj.weight.grad.view(2, -1)
+        gaps[dropout] = (grad[0] - grad[1]).abs().max().item()
+        layer.eval()
+        first, second = layer(x)[0], layer(x)[0]
+        assert torch.equal(first, second), "no dropout outside training"
+    assert gaps[0.0] == 0.0 and gaps[0.1] > 1e-6

@@ -156,3 +156,31 @@ def test_bad_input_is_rejected(kwargs, error, message):
     arguments = dict(seeds=[0, 1], steps=2, d_model=8, num_heads=2) | kwargs
     with pytest.raises(error, match=message):
         train_seeds(CHAPTER_4, **arguments)
+
+
+def test_init_and_evaluate_hooks_see_every_member():
+    from mha_lib.heads import copy_head, head_spread
+
+    def identical_heads(model, seed):
+        copy_head(model.layers[0])
+
+    def spreads(forward):  # the stacked model: one spread per member
+        return head_spread(forward.layers[0])
+
+    runs = train_seeds(
+        CHAPTER_4,
+        seeds=[0, 1],
+        steps=6,
+        record_every=2,
+        init=identical_heads,
+        evaluate=spreads,
+        d_model=8,
+        num_heads=2,
+    )
+    for model, history in runs:
+        assert history["eval"] == [0.0] * 4, "identical heads stay identical"
+        assert head_spread(model.layers[0]) == 0.0
+    with pytest.raises(ValueError, match="not both"):
+        train_seeds(
+            CHAPTER_4, seeds=[0], steps=1, curve_batch=4, evaluate=spreads
+        )
