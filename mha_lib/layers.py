@@ -261,10 +261,15 @@ class ChunkedLinear(nn.Module):
         # (members * batch, seq, heads * chunk) -> (members, batch, seq, heads,
         # chunk)
         chunks = x.view(members, batch // members, seq, heads, chunk)
-        out = torch.einsum("mbshi,mhoi->mbhso", chunks, weight)
+        # Stored in (seq, heads) order, the memory layout of the standard
+        # layer's projections, and returned as a transposed view: attention's
+        # output then comes back in (seq, heads) order too, and concatenating
+        # the heads for W_O keeps no extra copy for backward.
+        out = torch.einsum("mbshi,mhoi->mbsho", chunks, weight).contiguous()
         if bias is not None:
-            out = out + bias[:, None, :, None, :]
-        return out.flatten(0, 1)  # (members * batch, heads, seq, chunk)
+            out = out + bias[:, None, None, :, :]
+        # (members * batch, seq, heads, chunk) -> (..., heads, seq, chunk)
+        return out.flatten(0, 1).transpose(1, 2)
 
 
 class ChunkedAttention(_FusedAttention):

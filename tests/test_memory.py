@@ -44,6 +44,17 @@ def test_activation_model_matches_saved_tensors(
         )
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["chunked", "standard", "wide"])
+@pytest.mark.parametrize("num_heads", [1, 4])
+def test_every_kind_keeps_what_its_spec_says(kind, num_heads, device):
+    spec = mha_lib.AttentionSpec.named(kind, 64, num_heads)
+    layer = spec.build().to(device)
+    x = torch.randn(3, 20, 64).to(device)
+    expected = 4 * spec.activation_elements(20, batch=3)
+    assert saved_activation_bytes(layer, x) == expected
+
+
 @pytest.mark.parametrize("num_kv_heads", [8, 2, 1])
 def test_shared_key_value_heads_save_no_training_memory(num_kv_heads):
     """k and v are repeated to every query head before attention, so
