@@ -1,6 +1,8 @@
 """Measuring what layers compute: how outputs differ, where attention goes, how
 alike heads are."""
 
+import math
+
 import torch
 
 
@@ -88,3 +90,46 @@ def offset_profile(weights, first=0):
                 dim=(0, 2)
             )
     return profile
+
+
+def paired_bootstrap(first, second, groups, *, resamples=2000, seed=0):
+    """How much better ``first`` scores than ``second`` on the same items,
+    with a 95 % interval from resampling whole groups (e.g. sentences).
+
+    ``first``, ``second``: per-item scores (hits as 0/1); ``groups``: each
+    item's group. Returns ``(difference of means, low, high)``.
+    """
+    first = torch.as_tensor(first, dtype=torch.float64).flatten()
+    second = torch.as_tensor(second, dtype=torch.float64).flatten()
+    groups = torch.as_tensor(groups).flatten()
+    if not first.shape == second.shape == groups.shape:
+        raise ValueError("first, second and groups need one entry per item")
+    _, groups = torch.unique(groups, return_inverse=True)
+    count = int(groups.max()) + 1
+    per_group = [
+        torch.bincount(groups, weights=w, minlength=count)
+        for w in (first - second, torch.ones_like(first))
+    ]  # (groups,) each: summed difference and number of items
+    generator = torch.Generator().manual_seed(seed)
+    picks = torch.randint(count, (resamples, count), generator=generator)
+    differences = per_group[0][picks].sum(1) / per_group[1][picks].sum(1)
+    low, high = torch.quantile(
+        differences, torch.tensor([0.025, 0.975], dtype=torch.float64)
+    )
+    return (first - second).mean().item(), low.item(), high.item()
+
+
+def wilson_interval(successes, trials, z=1.96):
+    """The Wilson score interval of a proportion (95 % by default): ``(low,
+    high)``. Sensible at 0 and at ``trials`` successes, unlike the normal
+    approximation."""
+    if trials <= 0 or not 0 <= successes <= trials:
+        raise ValueError(
+            "need 0 <= successes <= trials and trials > 0, got "
+            f"{successes} and {trials}"
+        )
+    p = successes / trials
+    centre = (p + z**2 / (2 * trials)) / (1 + z**2 / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z**2 / (4 * trials**2))
+    half /= 1 + z**2 / trials
+    return max(0.0, centre - half), min(1.0, centre + half)

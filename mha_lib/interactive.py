@@ -433,6 +433,109 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
     )
 
 
+def attention_explorer(examples, *, title=None, cell=20, start=None):
+    """Every head's attention on a few sentences, picked with three controls.
+
+    ``examples`` is a list of ``(tokens, weights)``, one per sentence: its
+    tokens and a ``(layers, heads, n, n)`` tensor of attention weights. The
+    reader picks a sentence, a layer and a head (numbered from 1) and sees that
+    head's map, the tokens written on both axes, a colour scale beside it.
+    ``start`` is ``(sentence, layer, head)`` to show first (the chapter's
+    named heads make good starts). Weights are stored to two decimals, one
+    list per map, so the page stays small. Returns an :class:`Interactive`.
+    """
+    if not isinstance(examples, (list, tuple)) or not examples:
+        raise TypeError(
+            "examples must be a non-empty list of (tokens, weights)"
+        )
+    maps, labels = [], []
+    for index, (tokens, weights) in enumerate(examples):
+        weights = _array(weights)
+        n = len(tokens)
+        if weights.ndim != 4 or weights.shape[-2:] != (n, n):
+            raise ValueError(
+                f"example {index}: weights must be (layers, heads, {n}, {n}) "
+                f"for its {n} tokens, got {weights.shape}"
+            )
+        layers, heads = weights.shape[:2]
+        for layer, head in np.ndindex(layers, heads):
+            flat = np.round(weights[layer, head].reshape(-1), 2).tolist()
+            maps.append(
+                {"s": index, "l": layer + 1, "h": head + 1, "n": n, "w": flat}
+            )
+        labels += [
+            {"key": f"{index}-{i}", "token": f"{i + 1} {token}"}
+            for i, token in enumerate(tokens)
+        ]
+    # a sentence is named by its first words, after [CLS]
+    names = [" ".join(tokens[1:6]) + " ..." for tokens, _ in examples]
+    sentence, layer, head = start or (0, 1, 1)
+    sentences = list(range(len(examples)))
+    controls = [
+        _control("sentence", "sentence", sentences, "select", start=sentence),
+        _control(
+            "layer", "layer", list(range(1, layers + 1)), "select", start=layer
+        ),
+        _control(
+            "head", "head", list(range(1, heads + 1)), "select", start=head
+        ),
+    ]
+    controls[0]["bind"]["labels"] = names
+    token_of = {"data": {"values": labels}, "key": "key", "fields": ["token"]}
+    picked = "datum.s == sentence && datum.l == layer && datum.h == head"
+    transform = [
+        {"filter": picked},
+        {"flatten": ["w"], "as": ["weight"]},
+        {"window": [{"op": "row_number", "as": "cell"}]},
+        # cell c of an n x n map: query floor(c / n), key c % n
+        {"calculate": "floor((datum.cell - 1) / datum.n)", "as": "q"},
+        {"calculate": "(datum.cell - 1) % datum.n", "as": "k"},
+        {"calculate": "datum.s + '-' + datum.q", "as": "qkey"},
+        {"calculate": "datum.s + '-' + datum.k", "as": "kkey"},
+        {"lookup": "qkey", "from": token_of, "as": ["query"]},
+        {"lookup": "kkey", "from": token_of, "as": ["key"]},
+    ]
+    spec = {
+        "data": {"values": maps},
+        "params": controls,
+        "transform": transform,
+        "width": {"step": cell},
+        "height": {"step": cell},
+        "mark": {"type": "rect"},
+        "encoding": {
+            "x": {
+                "field": "key",
+                "type": "ordinal",
+                "sort": {"field": "k"},
+                "title": "key token (attended to)",
+                "axis": {"labelAngle": -60},
+            },
+            "y": {
+                "field": "query",
+                "type": "ordinal",
+                "sort": {"field": "q"},
+                "title": "query token",
+            },
+            "color": {
+                "field": "weight",
+                "type": "quantitative",
+                "scale": {"scheme": "viridis", "domain": [0, 1]},
+                "title": "attention",
+            },
+            "tooltip": [
+                {"field": "query", "title": "query"},
+                {"field": "key", "title": "key"},
+                {"field": "weight", "format": ".2f"},
+            ],
+        },
+    }
+    if title:
+        spec["title"] = title
+    return Interactive(
+        spec, description=title or "every head's attention, one at a time"
+    )
+
+
 def _check_records(records, fields):
     if (
         not isinstance(records, (list, tuple))

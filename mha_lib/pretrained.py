@@ -60,9 +60,9 @@ def verify_weights(path, expected=WEIGHTS_SHA256):
 class EncoderLayer(nn.Module):
     """One BERT layer: attention, add & norm, GELU MLP, add & norm."""
 
-    def __init__(self, num_heads=NUM_HEADS):
+    def __init__(self, num_heads=NUM_HEADS, scale=None):
         super().__init__()
-        self.attention = MultiHeadAttention(D_MODEL, num_heads)
+        self.attention = MultiHeadAttention(D_MODEL, num_heads, scale=scale)
         self.attention_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
         self.mlp_in = nn.Linear(D_MODEL, D_MLP)
         self.mlp_out = nn.Linear(D_MLP, D_MODEL)
@@ -86,7 +86,7 @@ class MiniLM(nn.Module):
     """The all-MiniLM-L6-v2 encoder with mha_lib attention; build it with
     :func:`load_minilm`."""
 
-    def __init__(self, tokenizer, num_heads=NUM_HEADS):
+    def __init__(self, tokenizer, num_heads=NUM_HEADS, scale=None):
         super().__init__()
         self.tokenizer = tokenizer
         self.word_embeddings = nn.Embedding(30522, D_MODEL)
@@ -94,7 +94,7 @@ class MiniLM(nn.Module):
         self.token_type_embeddings = nn.Embedding(2, D_MODEL)
         self.embedding_norm = nn.LayerNorm(D_MODEL, eps=1e-12)
         self.layers = nn.ModuleList(
-            EncoderLayer(num_heads) for _ in range(NUM_LAYERS)
+            EncoderLayer(num_heads, scale) for _ in range(NUM_LAYERS)
         )
 
     @property
@@ -106,16 +106,19 @@ class MiniLM(nn.Module):
     def device(self):
         return self.word_embeddings.weight.device
 
-    def with_num_heads(self, num_heads):
+    def with_num_heads(self, num_heads, *, keep_scale=False):
         """A copy whose attention layers split the *same* trained weights into
         ``num_heads`` heads.
 
-        Every tensor is loaded unchanged; only the split changes (heads of
-        ``384 // num_heads``, each with its own softmax and scale
-        ``1/sqrt(head_dim)``), so the copy computes a different function from
-        the same parameters. ``num_heads`` must divide 384.
+        Every tensor is loaded unchanged; only the split changes: heads of
+        ``384 // num_heads``, each with its own softmax. The logits' scale is
+        then ``1/sqrt(head_dim)`` of the new heads, a second change (of the
+        softmax's temperature); ``keep_scale=True`` keeps the trained model's
+        ``1/sqrt(32)``, so that only the split changes. ``num_heads`` must
+        divide 384.
         """
-        copy = MiniLM(self.tokenizer, num_heads)
+        scale = (D_MODEL // NUM_HEADS) ** -0.5 if keep_scale else None
+        copy = MiniLM(self.tokenizer, num_heads, scale)
         copy.load_state_dict(self.state_dict())
         return copy.to(self.device).eval()
 

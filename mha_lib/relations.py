@@ -1,51 +1,140 @@
-"""Do heads follow syntax? Hand-labelled dependency arcs and Clark et al.'s
-(2019) head test (Chapter 6).
+"""Clark et al.'s (2019) analyses of a model's heads, on a gold treebank.
 
-``data/relations.jsonl`` holds one sentence per line: ``text`` (words separated
-by single spaces, punctuation as words of its own) and, for each relation in
-:data:`RELATIONS`, a list of ``[dependent, head]`` word indices (0-based)
-labelled by hand:
-
-- ``det``: a determiner (the, a, this, every, ...) -> its noun;
-- ``dobj``: a direct object (the noun) -> its verb;
-- ``pobj``: the object of a preposition (the noun) -> the preposition;
-- ``poss``: a possessive pronoun (my, his, their, ...) -> its noun.
-
-Arcs point from the dependent to its syntactic head, the direction in which
-Clark et al. found BERT's best heads for these four relations. A head is scored
-as a classifier: it predicts, for a dependent word, the other word it attends
-to most.
+Two kinds of job a head can have. By position: :func:`attention_statistics`
+and :func:`classify_heads` (previous token, next token, [CLS], [SEP], broad).
+By syntax: does a head's most-attended word find the word that a gold
+dependency arc links to? The arcs come from the English part of the Parallel
+Universal Dependencies treebank (1,000 news and Wikipedia sentences, UD v2,
+hand-corrected; CC BY-SA 3.0), shipped in ``mha_lib/data/ud-english-pud`` with
+its README and licence. A head follows a relation only where it beats two
+baselines chosen and scored the same way: the best fixed offset, and the best
+rule that knows word classes ("the nearest NOUN to the right").
 """
 
-import json
 import math
+from dataclasses import dataclass
 from importlib import resources
 
 import torch
 
 from .checks import check_tensor
 
-RELATIONS = ("det", "dobj", "pobj", "poss")
+TREEBANK = "data/ud-english-pud/en_pud-ud-test.conllu"
+TREEBANK_SHA256 = (
+    "c80584f2bc2b31d5bada78a1136f9feec7ac49e5e18898db02dea434b5b8f0aa"
+)
+# UD relations tested, by their base label; "poss" is UD's nmod:poss
+RELATIONS = (
+    "det",
+    "amod",
+    "nsubj",
+    "obj",
+    "obl",
+    "case",
+    "advmod",
+    "aux",
+    "mark",
+    "poss",
+    "compound",
+)
+DIRECTIONS = ("dependent to head", "head to dependent")
+# the universal word classes
+UPOS = tuple(
+    "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM "
+    "VERB X".split()
+)
 
 
-def load_relations():
-    """The labelled sentences: a list of dicts ``{"words": [...], relation:
-    [(dependent, head), ...]}``."""
-    text = (
-        resources.files("mha_lib")
-        .joinpath("data/relations.jsonl")
-        .read_text(encoding="utf-8")
-    )
-    sentences = []
-    for line in text.splitlines():
-        record = json.loads(line)
-        sentences.append(
-            {
-                "words": record["text"].split(" "),
-                **{r: [tuple(arc) for arc in record[r]] for r in RELATIONS},
-            }
-        )
+@dataclass(frozen=True)
+class Sentence:
+    """One treebank sentence: its text, its words, their word classes (UPOS),
+    the index of each word's syntactic head (``-1`` for the root) and the
+    relation label."""
+
+    text: str
+    words: tuple
+    upos: tuple
+    heads: tuple
+    relations: tuple
+
+
+def relation_of(label):
+    """The tested relation of a UD label (``nmod:poss`` -> ``poss``,
+    ``obl:tmod`` -> ``obl``)."""
+    return "poss" if label == "nmod:poss" else label.split(":")[0]
+
+
+def read_conllu(text):
+    """The sentences of a CoNLL-U text; multiword tokens and empty nodes are
+    skipped, so word indices are the 0-based positions of the syntactic words.
+    """
+    sentences, rows, sentence_text = [], [], ""
+    for line in text.splitlines() + [""]:
+        if line.startswith("# text = "):
+            sentence_text = line[len("# text = ") :]
+        if line.startswith("#"):
+            continue
+        if not line.strip():
+            if rows:
+                words, upos, heads, labels = zip(*rows)
+                sentence = Sentence(sentence_text, words, upos, heads, labels)
+                sentences.append(sentence)
+            rows, sentence_text = [], ""
+            continue
+        columns = line.split("\t")
+        if len(columns) != 10:
+            raise ValueError(f"a CoNLL-U word line has 10 columns: {line!r}")
+        if not columns[0].isdigit():  # "3-4" multiword token, "5.1" empty node
+            continue
+        rows.append((columns[1], columns[3], int(columns[6]) - 1, columns[7]))
     return sentences
+
+
+def load_treebank(expected=TREEBANK_SHA256):
+    """The 1,000 sentences of the shipped treebank, its SHA-256 checked."""
+    import hashlib
+
+    data = resources.files("mha_lib").joinpath(TREEBANK).read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected:
+        raise ValueError(
+            f"{TREEBANK} has SHA-256 {digest}, expected {expected}"
+        )
+    return read_conllu(data.decode("utf-8"))
+
+
+def relation_items(sentences, relation, direction):
+    """What a classifier must find, for every arc of ``relation``.
+
+    ``direction`` "dependent to head": one item per dependent, its target the
+    head. "head to dependent": one item per head word with such dependents,
+    any of them correct. Returns a list of ``(sentence index, query word,
+    frozenset of target words)``.
+    """
+    if relation not in RELATIONS:
+        raise ValueError(
+            f"relation must be one of {RELATIONS}, got {relation!r}"
+        )
+    if direction not in DIRECTIONS:
+        raise ValueError(
+            f"direction must be one of {DIRECTIONS}, got {direction!r}"
+        )
+    items = []
+    for index, sentence in enumerate(sentences):
+        arcs = [
+            (dependent, head)
+            for dependent, (head, label) in enumerate(
+                zip(sentence.heads, sentence.relations)
+            )
+            if head >= 0 and relation_of(label) == relation
+        ]
+        if direction == DIRECTIONS[0]:
+            items += [(index, d, frozenset([h])) for d, h in arcs]
+        else:
+            for head in sorted({h for _, h in arcs}):
+                dependents = frozenset(d for d, h in arcs if h == head)
+                items.append((index, head, dependents))
+    return items
 
 
 def word_attention(weights, word_ids):
@@ -95,45 +184,80 @@ def most_attended(word_weights):
     return word_weights.masked_fill(itself, float("-inf")).argmax(-1)
 
 
-def head_accuracy(word_maps, sentences, relation):
-    """Fraction of the relation's arcs for which each head's most-attended word
-    is the syntactic head.
+def head_hits(predicted, items):
+    """Which items each head gets right: ``(layers, heads, items)`` bools.
 
-    ``word_maps``: one ``(layers, heads, n_words, n_words)`` tensor per
-    sentence (see :func:`word_attention`). Returns ``(accuracy (layers, heads),
-    number of arcs)``.
+    ``predicted``: per sentence, :func:`most_attended` of its word map,
+    ``(layers, heads, n_words)``.
     """
-    if relation not in RELATIONS:
-        raise ValueError(
-            f"relation must be one of {RELATIONS}, got {relation!r}"
-        )
-    if len(word_maps) != len(sentences):
-        raise ValueError(
-            f"one word map per sentence expected: {len(word_maps)} maps, "
-            f"{len(sentences)} sentences"
-        )
-    hits, total = 0, 0
-    for maps, sentence in zip(word_maps, sentences):
-        predicted = most_attended(maps)  # (layers, heads, n_words)
-        for dependent, head in sentence[relation]:
-            hits = hits + (predicted[..., dependent] == head).double()
-            total += 1
-    if total == 0:
-        raise ValueError(f"no {relation!r} arcs in these sentences")
-    return hits / total, total
+    hits = [
+        torch.isin(predicted[s][..., query], torch.tensor(sorted(targets)))
+        for s, query, targets in items
+    ]
+    return torch.stack(hits, dim=-1)
 
 
-def offset_accuracy(sentences, relation, offsets=range(-5, 6)):
-    """Accuracy of the fixed-offset baseline "the head is the word ``k`` places
-    away": ``{k: accuracy}``."""
-    arcs = [(d, h) for sentence in sentences for d, h in sentence[relation]]
-    if not arcs:
-        raise ValueError(f"no {relation!r} arcs in these sentences")
+def offset_hits(sentences, items, offsets=range(-5, 6)):
+    """The baseline "the word ``k`` places away": ``{k: (items,) bools}``."""
     return {
-        k: sum(h == d + k for d, h in arcs) / len(arcs)
+        k: torch.tensor([query + k in targets for _, query, targets in items])
         for k in offsets
         if k != 0
     }
+
+
+def nearest_of_class(upos, query, step, word_class):
+    """The nearest word from ``query`` in direction ``step`` (+1 right, -1
+    left) whose word class is ``word_class``, or ``None``."""
+    position = query + step
+    while 0 <= position < len(upos):
+        if upos[position] == word_class:
+            return position
+        position += step
+    return None
+
+
+def class_rule_hits(sentences, items):
+    """The baseline "the nearest word of class C to the left or right", for
+    every class and side: ``{(side, class): (items,) bools}``."""
+    rules = {}
+    for step, side in ((1, "right"), (-1, "left")):
+        for word_class in UPOS:
+            rules[side, word_class] = torch.tensor(
+                [
+                    nearest_of_class(
+                        sentences[s].upos, query, step, word_class
+                    )
+                    in targets
+                    for s, query, targets in items
+                ]
+            )
+    return rules
+
+
+def held_out(hits, first, second):
+    """The best of several classifiers, chosen on one half of the items and
+    scored on the other, both ways.
+
+    ``hits``: ``{name: (items,) bools}``, or a tensor ``(layers, heads,
+    items)``; ``first`` and ``second`` split the item indices in two. Returns
+    ``(scored, chosen)``: for every item whether the classifier chosen on the
+    other half gets it right, ``(items,)``, and the two choices (names, or
+    ``(layer, head)`` pairs counted from 0).
+    """
+    count = len(first) + len(second)
+    scored, chosen = torch.zeros(count, dtype=torch.bool), []
+    for choose, test in ((first, second), (second, first)):
+        if isinstance(hits, dict):
+            name = max(hits, key=lambda k: hits[k][choose].float().mean())
+            scored[test] = hits[name][test]
+        else:
+            flat = hits.flatten(0, -2)  # (candidates, items)
+            best = flat[:, choose].float().mean(1).argmax().item()
+            name = divmod(best, hits.shape[-2])
+            scored[test] = flat[best, test]
+        chosen.append(name)
+    return scored, chosen
 
 
 def attention_statistics(weights):

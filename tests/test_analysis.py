@@ -57,3 +57,27 @@ def test_offset_profile_finds_a_fixed_offset():
     profile = offset_profile(weights, first=1)
     assert torch.equal(profile[0], torch.tensor([0.0, 1, 0, 0, 0, 0]))
     assert profile[1, 0] == 1
+
+
+def test_wilson_interval_known_values():
+    from mha_lib.analysis import wilson_interval
+
+    low, high = wilson_interval(7, 20)  # a textbook case: 0.35 of 20
+    assert abs(low - 0.181) < 1e-3 and abs(high - 0.567) < 1e-3
+    assert wilson_interval(0, 20)[0] == 0 and wilson_interval(20, 20)[1] == 1
+    assert wilson_interval(0, 20)[1] > 0.1, "no successes still leaves doubt"
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)
+
+
+def test_paired_bootstrap_finds_a_real_difference_and_not_a_false_one():
+    from mha_lib.analysis import paired_bootstrap
+
+    generator = torch.Generator().manual_seed(0)
+    groups = torch.arange(600) // 3
+    better = torch.rand(600, generator=generator) < 0.7
+    worse = torch.rand(600, generator=generator) < 0.5
+    gain, low, high = paired_bootstrap(better, worse, groups)
+    assert low > 0 and low < gain < high
+    _, low, high = paired_bootstrap(better, better.clone(), groups)
+    assert low == high == 0
