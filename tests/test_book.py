@@ -1,5 +1,6 @@
 """Checks of the book itself: notebooks, configuration, README and CI agree."""
 
+import ast
 import importlib.util
 import json
 import re
@@ -99,7 +100,9 @@ def test_ci_runs_the_readme_test_command_verbatim():
 def questions_in_the_intro():
     """The question ids of the intro's table, in order: Q1, Q2, ..."""
     intro = (ROOT / "book" / "intro.md").read_text()
-    return re.findall(r"^\| (Q\d+) \|", intro, flags=re.M)
+    return re.findall(
+        r"^\| \[(Q\d+)\]\(answers\.md#q\d+\) \|", intro, flags=re.M
+    )
 
 
 def test_intro_lists_the_questions_in_order():
@@ -179,3 +182,45 @@ def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
     assert {"plot", "pretrained", "text"} <= set(extras), (
         f"pyproject.toml's extras are {extras}"
     )
+
+
+RANDOM = {"randn", "rand", "randint", "randperm", "normal", "bernoulli"}
+RANDOM_LIKE = {"randn_like", "rand_like", "randint_like"}
+
+
+def random_draws_on_a_device(source):
+    """Calls that draw random numbers on a device rather than on the CPU:
+    ``torch.randn(..., device=...)`` or ``torch.randn_like(tensor)``. A seed
+    gives other numbers on a GPU there; drawn on the CPU and moved, the same.
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+        on_device = any(k.arg == "device" for k in node.keywords)
+        if (name in RANDOM and on_device) or name in RANDOM_LIKE:
+            found.append(f"line {node.lineno}: {ast.unparse(node)[:60]}")
+    return found
+
+
+def test_random_draws_are_made_on_the_cpu():
+    sources = {p.name: p.read_text() for p in (ROOT / "mha_lib").glob("*.py")}
+    for path in NOTEBOOKS:
+        cells = json.loads(path.read_text())["cells"]
+        code = [
+            "".join(c["source"]) for c in cells if c["cell_type"] == "code"
+        ]
+        for index, text in enumerate(code):
+            lines = text.splitlines()  # IPython magics are not Python
+            clean = "\n".join(
+                line for line in lines if not line.startswith("%")
+            )
+            sources[f"{path.name} code cell {index}"] = clean
+    found = {
+        where: f
+        for where, s in sources.items()
+        if (f := random_draws_on_a_device(s))
+    }
+    assert not found, f"random numbers drawn on a device: {found}"
+    assert random_draws_on_a_device("torch.randn(3, device=d)"), "the check"

@@ -70,13 +70,14 @@ def browser():
 
 
 def pages(html_root):
-    return sorted(
-        path.relative_to(html_root).as_posix()
-        for path in html_root.rglob("*.html")
-        if not path.relative_to(html_root)
-        .as_posix()
-        .startswith(("_", "genindex"))
-    )
+    """Every page a reader lands on: not redirects, not Sphinx internals."""
+    found = []
+    for path in html_root.rglob("*.html"):
+        name = path.relative_to(html_root).as_posix()
+        internal = name.startswith(("_", "genindex"))
+        if not internal and REDIRECT not in path.read_text():
+            found.append(name)
+    return sorted(found)
 
 
 TYPESET = (
@@ -87,6 +88,19 @@ FIGURES_DRAWN = (
     "() => [...document.querySelectorAll('.mha-interactive')]"
     ".every(e => e.querySelector('svg'))"
 )
+IMAGES_DECODED = "() => [...document.images].every(i => i.complete)"
+# index.html only redirects to the intro: a page of its own would race the
+# redirect (the checks could run on the page being left)
+REDIRECT = 'http-equiv="Refresh"'
+
+
+def test_index_redirects_to_the_intro(site, browser):
+    base, html_root = site
+    assert REDIRECT in (html_root / "index.html").read_text()
+    page = browser.new_page()
+    page.goto(urljoin(base, "index.html"))
+    page.wait_for_url("**/book/intro.html", timeout=15000)
+    page.close()
 
 
 def visit(browser, url, screenshot=None):
@@ -115,14 +129,12 @@ def visit(browser, url, screenshot=None):
         ),
     )
     page.goto(url, wait_until="load")
-    try:
-        page.evaluate(TYPESET)
-    except (
-        sync_api.Error
-    ):  # the page redirected (index.html): wait for the next one
-        page.wait_for_load_state("load")
-        page.evaluate(TYPESET)
+    # everything the reader waits for: the math typeset, every interactive
+    # figure drawn, the fonts loaded, every image decoded
+    page.evaluate(TYPESET)
     page.wait_for_function(FIGURES_DRAWN, timeout=15000)
+    page.evaluate("async () => { await document.fonts.ready; }")
+    page.wait_for_function(IMAGES_DECODED, timeout=15000)
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         # JPEG: half the time of PNG

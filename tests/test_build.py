@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from support import NOTEBOOKS, ROOT
+from support import NOTEBOOKS
 
 CHAPTERS = [path.stem for path in NOTEBOOKS]
 

@@ -4,17 +4,24 @@
 When the HTML build has finished, the article of every page, in the order of
 the table of contents, is put into one document
 (``_build/html/_pdf/book.html``, next to the pages so their relative links to
-``_static`` and ``_images`` still hold) and printed once by headless Chromium
-through Playwright, after MathJax and the interactive figures have drawn.
-Nothing is executed again: the PDF shows the outputs of this build. Where
-neither Playwright nor a Chromium is installed the PDF is skipped with a
-message (the browser test is skipped there too).
+``_static`` and ``_images`` still hold), behind a title page and a table of
+contents, and printed once by headless Chromium through Playwright, after
+MathJax, the interactive figures, the fonts and the images are ready. The PDF
+has bookmarks for every chapter and section and page numbers. What only works
+on screen is adapted: the folded checks print their list of claims without the
+code, the exercise solutions print in full under their label, controls of
+interactive figures are left out. Nothing is executed again: the PDF shows the
+outputs of this build. Where neither Playwright nor a Chromium is installed the
+PDF is skipped with a message (the browser test is skipped there too).
 """
 
 import functools
 import http.server
+import posixpath
+import re
 import shutil
 import threading
+import time
 from pathlib import Path
 
 from bs4 import BeautifulSoup
@@ -31,15 +38,37 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
 ]
 PRINT_CSS = """
-@page { size: A4; margin: 14mm 12mm; }
+@page { size: A4; margin: 16mm 13mm 18mm 13mm; }
 body { padding: 0 !important; margin: 0 !important; }
 .pdf-page { break-before: page; }
-.pdf-page:first-child { break-before: auto; }
-.mha-interactive .vega-bindings, .headerlink, .toggle-button, .copybtn {
+.pdf-title { text-align: center; padding-top: 30vh; }
+.pdf-title h1 { font-size: 2.6em; margin-bottom: 0.4em; }
+.pdf-title p { font-size: 1.2em; color: #444; }
+.pdf-contents li { margin: 0.15em 0; }
+.pdf-contents a { color: inherit; text-decoration: none; }
+.pdf-contents > ol > li { margin-top: 0.6em; font-weight: 600; }
+.pdf-contents ol ol { font-weight: normal; }
+.mha-interactive .vega-bindings, .headerlink, .copybtn {
   display: none !important;
 }
+.pdf-solution { font-weight: 600; margin: 0.8em 0 0.2em; }
 pre { white-space: pre-wrap !important; word-break: break-word; }
+div.cell, figure, img, table { break-inside: avoid; }
+h1, h2, h3 { break-after: avoid; }
 """
+FOOTER = (
+    '<div style="font-size: 9px; width: 100%; text-align: center; '
+    'color: #555;"><span class="pageNumber"></span> / '
+    '<span class="totalPages"></span></div>'
+)
+READY = """async () => {
+  const figures = () => [...document.querySelectorAll('.mha-interactive')]
+    .every(e => e.querySelector('svg'));
+  while (!figures()) await new Promise(r => setTimeout(r, 100));
+  if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
+  await document.fonts.ready;
+  await Promise.all([...document.images].map(i => i.decode().catch(() => {})));
+}"""
 
 
 def reading_order(env, docname=None, seen=None):
@@ -53,41 +82,101 @@ def reading_order(env, docname=None, seen=None):
     return seen
 
 
-def one_document(outdir, docnames):
-    """One HTML document: every page's article, each on new pages, under the
-    union of their heads."""
+def for_paper(article, prefix):
+    """Adapt one page's article to print: unique ids, folds resolved."""
+    for link in article.select("a.headerlink"):  # the "#" after each heading
+        link.decompose()
+    for tag in article.select("[id]"):  # ids unique in the whole document
+        tag["id"] = f"{prefix}{tag['id']}"
+    for cell in article.select("div.cell.tag_hide-input"):
+        for fold in cell.select(
+            "details"
+        ):  # the code folds away, its output stays
+            fold.decompose()
+    for cell in article.select(
+        "div.cell.tag_hide-cell, div.cell.tag_hide-output"
+    ):
+        for fold in cell.select("details"):
+            summary = fold.find("summary")
+            label = summary.select_one("p.collapsed") if summary else None
+            title = label.get_text(strip=True) if label else "Solution"
+            if summary:
+                summary.decompose()
+            heading = BeautifulSoup("", "html.parser").new_tag("p")
+            heading["class"] = "pdf-solution"
+            heading.string = title
+            fold.insert_before(heading)
+            fold.unwrap()
+    return article
+
+
+def contents(pages):
+    """A table of contents: every page's title and its sections, linked."""
+    items = []
+    for article in pages:
+        title = article.find("h1")
+        if title is None:
+            continue
+        sections = "".join(
+            f'<li><a href="#{h2.section["id"]}">'
+            f"{h2.get_text(strip=True)}</a></li>"
+            for h2 in article.find_all("h2")
+            if h2.parent.name == "section" and h2.parent.get("id")
+        )
+        anchor = (
+            title.parent.get("id", "")
+            if title.parent.name == "section"
+            else ""
+        )
+        name = title.get_text(strip=True)
+        items.append(
+            f'<li><a href="#{anchor}">{name}</a>'
+            + (f"<ol>{sections}</ol>" if sections else "")
+            + "</li>"
+        )
+    return BeautifulSoup(
+        '<section class="pdf-page pdf-contents"><h1>Contents</h1>'
+        f"<ol>{''.join(items)}</ol></section>",
+        "html.parser",
+    )
+
+
+def one_document(outdir, docnames, title, subtitle):
+    """One HTML document: a title page, the contents, then every page's
+    article, each starting on a new page, under the union of their heads."""
     book = BeautifulSoup(
         "<!DOCTYPE html><html "
         "data-theme='light'><head></head><body></body></html>",
         "html.parser",
     )
-    seen_head = set()
+    seen_head, pages = set(), []
     for docname in docnames:
         page = BeautifulSoup(
             (outdir / f"{docname}.html").read_text(encoding="utf-8"),
             "html.parser",
         )
         for tag in page.head.find_all(
-            ["meta", "link", "script", "style", "title"], recursive=False
+            ["meta", "link", "script", "style"], recursive=False
         ):
-            key = str(tag)
-            if key not in seen_head and not (
-                tag.name == "title" and book.head.title
-            ):
-                seen_head.add(key)
+            if str(tag) not in seen_head:
+                seen_head.add(str(tag))
                 book.head.append(tag)
         article = page.select_one("article.bd-article") or page.body
-        for link in article.select(
-            "a.headerlink"
-        ):  # the "#" after each heading links nowhere on paper
-            link.decompose()
-        section = book.new_tag(
-            "section",
-            attrs={
-                "class": "pdf-page",
-                "id": f"pdf-{docname.replace('/', '-')}",
-            },
-        )
+        prefix = "pdf-" + re.sub(r"\W", "-", docname) + "-"
+        pages.append((prefix, for_paper(article, prefix), docname))
+    relink(pages)
+    head_title = book.new_tag("title")
+    head_title.string = title
+    book.head.append(head_title)
+    cover = BeautifulSoup(
+        f'<section class="pdf-title"><h1>{title}</h1>'
+        f"<p>{subtitle}</p></section>",
+        "html.parser",
+    )
+    book.body.append(cover)
+    book.body.append(contents([article for _, article, _ in pages]))
+    for _, article, _ in pages:
+        section = book.new_tag("section", attrs={"class": "pdf-page"})
         section.extend(list(article.children))
         book.body.append(section)
     style = book.new_tag("style")
@@ -96,15 +185,42 @@ def one_document(outdir, docnames):
     return str(book)
 
 
+def relink(pages):
+    """Links between pages become links inside the one document:
+    ``page.html#id`` to that id, ``page.html`` to the page's title."""
+    prefixes, titles = {}, {}
+    for prefix, article, docname in pages:
+        prefixes[f"{docname}.html"] = prefix
+        title = article.find("h1")
+        section = title.parent if title is not None else None
+        if section is not None and section.get("id"):
+            titles[f"{docname}.html"] = section["id"]
+    for prefix, article, docname in pages:
+        folder = posixpath.dirname(docname)
+        for link in article.select("a[href]"):
+            href = link["href"]
+            if href.startswith("#"):
+                link["href"] = f"#{prefix}{href[1:]}"
+                continue
+            target, _, fragment = href.partition("#")
+            path = posixpath.normpath(posixpath.join(folder, target))
+            if path in prefixes and (fragment or path in titles):
+                anchor = (
+                    prefixes[path] + fragment if fragment else titles[path]
+                )
+                link["href"] = f"#{anchor}"
+
+
 def print_pdf(html_path, pdf_path, outdir):
     """Serve the build on localhost, open ``html_path`` in headless Chromium
-    and print it."""
+    and print it, with bookmarks and page numbers."""
     from playwright.sync_api import sync_playwright
 
     handler = functools.partial(_QuietHandler, directory=str(outdir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/{html_path.relative_to(outdir).as_posix()}"
+    port = server.server_address[1]
+    url = f"http://127.0.0.1:{port}/{html_path.relative_to(outdir).as_posix()}"
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     try:
         with sync_playwright() as playwright:
@@ -113,17 +229,17 @@ def print_pdf(html_path, pdf_path, outdir):
             )
             page = browser.new_page()
             page.goto(url, wait_until="load")
-            page.wait_for_function(
-                "() => "
-                "[...document.querySelectorAll('.mha-interactive')].every(e "
-                "=> e.querySelector('svg'))"
+            page.evaluate(READY)
+            page.pdf(
+                path=str(pdf_path),
+                format="A4",
+                print_background=True,
+                outline=True,
+                tagged=True,
+                display_header_footer=True,
+                header_template="<span></span>",
+                footer_template=FOOTER,
             )
-            page.evaluate(
-                "async () => "
-                "{ if (window.MathJax && MathJax.startup) "
-                "await MathJax.startup.promise; }"
-            )
-            page.pdf(path=str(pdf_path), format="A4", print_background=True)
             browser.close()
     finally:
         server.shutdown()
@@ -147,9 +263,14 @@ def _build_pdf(app, exception):
     outdir = Path(app.outdir)
     html_path = outdir / "_pdf" / "book.html"
     html_path.parent.mkdir(exist_ok=True)
-    html_path.write_text(
-        one_document(outdir, reading_order(app.env)), encoding="utf-8"
+    subtitle = (
+        "An executable course on multi-head attention"
+        f"<br>{app.config.author}, printed {time.strftime('%d %B %Y')}"
     )
+    document = one_document(
+        outdir, reading_order(app.env), app.config.project, subtitle
+    )
+    html_path.write_text(document, encoding="utf-8")
     try:
         print_pdf(html_path, outdir / PDF_NAME, outdir)
     except (

@@ -1,4 +1,5 @@
-"""Sphinx extension: each chapter's download runs anywhere, and shows its outputs.
+"""Sphinx extension: each chapter's download runs anywhere, and shows its
+outputs.
 
 The notebooks are stored without outputs, and Sphinx copies the sources to
 ``_sources`` as they are. When the build has finished we replace each copied
@@ -23,7 +24,7 @@ logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
 EXTRAS = "plot,pretrained,text"
 INSTALL_ID = "install-mha-lib"  # the id of the cell that carries the wheel
-INSTALL = '''\
+INSTALL = """\
 # This chapter carries the course library, mha_lib, packed below, so that it
 # runs on Colab, Kaggle or any Jupyter with PyPI access. Where mha_lib is
 # missing, this cell installs it, with the packages it needs from PyPI.
@@ -43,11 +44,12 @@ if importlib.util.find_spec("mha_lib") is None:
     pip = [sys.executable, "-m", "pip", "install", "-q"]
     subprocess.run([*pip, f"{{wheel}}[{extras}]"], check=True)
     importlib.invalidate_caches()
-'''
+"""
 
 
 def build_wheel(folder):
-    """Build the ``mha_lib`` wheel into ``folder`` (no network: no isolation)."""
+    """Build the ``mha_lib`` wheel into ``folder`` (no network, so no build
+    isolation)."""
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps"]
     command += ["--no-build-isolation", "-q", "-w", str(folder), str(ROOT)]
     subprocess.run(command, check=True, capture_output=True)
@@ -79,7 +81,9 @@ def _offer_executed(app, exception):
         try:
             _, notebook = cache.merge_match_into_notebook(notebook)
         except KeyError:
-            logger.warning(f"executed_downloads: no outputs cached for {download}")
+            logger.warning(
+                f"executed_downloads: no outputs cached for {download}"
+            )
             continue
         first_code = next(
             i for i, c in enumerate(notebook.cells) if c.cell_type == "code"
