@@ -5,7 +5,8 @@ A chapter whose full experiment does not fit its time budget has one script in
 :func:`save`. Besides the data, each file records the command that wrote it,
 the device, the library versions and the wall time. The chapter reads the file
 with :func:`load`, draws its tables and figures from it, asserts its claims on
-it, and re-trains a subset to show that the file still holds.
+it, and re-trains a subset to show that the file still holds. A run that stops
+resumes where it stopped: :class:`Parts` keeps the finished parts on disk.
 """
 
 import json
@@ -41,12 +42,12 @@ def environment(device):
     }
 
 
-def save(name, data, *, device, started, folder=None):
+def save(name, data, *, device, seconds, folder=None):
     """Write ``data`` and its provenance to ``<folder>/<name>.json``; returns
     the path.
 
-    ``started`` is the ``time.time()`` at which the run began; the command is
-    this process's command line.
+    ``seconds`` is the run's wall time (summed over its parts, where it was
+    resumed); the command is this process's command line.
     """
     folder = FOLDER if folder is None else Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -54,7 +55,7 @@ def save(name, data, *, device, started, folder=None):
         "command": "python3 " + " ".join(sys.argv),
         "environment": environment(device),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "wall_seconds": round(time.time() - started, 1),
+        "wall_seconds": round(seconds, 1),
         "data": data,
     }
     path = folder / f"{name}.json"
@@ -69,3 +70,42 @@ def load(name):
         resources.files("mha_lib").joinpath(f"results/{name}.json").read_text()
     )
     return json.loads(text)
+
+
+class Parts:
+    """The finished parts of a long run, kept on disk so that a run that stops
+    resumes where it stopped (``<folder>/<name>.partial.json``).
+
+    ``parts.get(key, run)`` returns the stored result of part ``key``, or calls
+    ``run()``, stores its (JSON) result with its wall time, and returns it.
+    ``parts.seconds`` is the wall time of all the parts, over every resumption;
+    :meth:`finish` removes the file once the result is saved.
+    """
+
+    def __init__(self, name, folder=None):
+        folder = FOLDER if folder is None else Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{name}.partial.json"
+        self.done = (
+            json.loads(self.path.read_text()) if self.path.is_file() else {}
+        )
+
+    def get(self, key, run):
+        if key not in self.done:
+            begun = time.time()
+            result = run()
+            seconds = round(time.time() - begun, 1)
+            self.done[key] = {"result": result, "seconds": seconds}
+            self.path.write_text(json.dumps(self.done))
+            print(f"{key}: {seconds:.0f} s", flush=True)
+        return self.done[key]["result"]
+
+    def seconds_of(self, key):
+        return self.done[key]["seconds"]
+
+    @property
+    def seconds(self):
+        return sum(part["seconds"] for part in self.done.values())
+
+    def finish(self):
+        self.path.unlink(missing_ok=True)

@@ -20,9 +20,7 @@ A run that stops can be started again: finished layers are kept in a partial
 file beside the result and skipped.
 """
 
-import json
 import statistics
-import time
 
 import mha_lib
 from mha_lib import results
@@ -163,21 +161,15 @@ def splits(records):
 
 
 def main():
-    started = time.time()
     device = mha_lib.pick_device()
-    partial = results.FOLDER / "ch5_experiment.partial.json"
-    partial.parent.mkdir(parents=True, exist_ok=True)
-    done = json.loads(partial.read_text()) if partial.is_file() else {}
+    parts = results.Parts("ch5_experiment")
 
     def part(name, task_name, sizes, run):
         """``run(task_name, sizes, device)``, or its records if it ran."""
-        entry = f"{name} | {key(task_name, sizes)}"
-        if entry not in done:
-            begun = time.time()
-            done[entry] = run(task_name, sizes, device)
-            partial.write_text(json.dumps(done))
-            print(f"{entry}: {time.time() - begun:.0f} s", flush=True)
-        return done[entry]
+        return parts.get(
+            f"{name} | {key(task_name, sizes)}",
+            lambda: run(task_name, sizes, device),
+        )
 
     grid = {}
     for task_name in TASKS:
@@ -232,9 +224,11 @@ def main():
         "long": long,
         "paths": paths,
     }
-    path = results.save("ch5_experiment", data, device=device, started=started)
-    partial.unlink()
-    print(f"wrote {path} in {time.time() - started:.0f} s")
+    path = results.save(
+        "ch5_experiment", data, device=device, seconds=parts.seconds
+    )
+    parts.finish()
+    print(f"wrote {path}: {parts.seconds:.0f} s of training")
 
 
 if __name__ == "__main__":

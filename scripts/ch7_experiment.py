@@ -18,9 +18,6 @@ A run that stops can be started again: finished variants are kept in a partial
 file beside the result and skipped.
 """
 
-import json
-import time
-
 import torch
 import torch.nn.functional as F
 
@@ -39,6 +36,7 @@ from mha_lib.timing import seconds, summarize
 
 CONTEXT, BATCH, STEPS, EVERY = 64, 32, 1500, 150
 RATES, TUNING_SEED, MORE_SEEDS = [1e-3, 3e-3, 1e-2], 0, [1, 2]
+HEADS_OF = "standard 8 x 8"  # the variant whose heads are measured
 D = 64
 
 
@@ -73,7 +71,7 @@ def variants():
             2,
             "wider",
         )
-    for layers in (4, 8):  # ... or on depth
+    for layers in (4,):  # ... or on depth
         table[f"{layers} layers, 8 heads"] = (
             AttentionSpec(D, 8),
             layers,
@@ -108,7 +106,7 @@ def describe(name, spec, num_layers, group, vocab):
 
 def run_variant(corpus, validation, spec, num_layers, device):
     """Seed 0 at every rate, then seeds 1 and 2 at the best: one record per
-    run."""
+    run, and the three models trained at the best rate."""
 
     def train(seeds, rates):
         runs = train_language_models(
@@ -124,7 +122,7 @@ def run_variant(corpus, validation, spec, num_layers, device):
             validation=validation,
             device=device,
         )
-        return [
+        records = [
             {
                 "seed": seed,
                 "lr": lr,
@@ -134,10 +132,12 @@ def run_variant(corpus, validation, spec, num_layers, device):
             }
             for (_, history), seed, lr in zip(runs, seeds, rates)
         ]
+        return records, [model for model, _ in runs]
 
-    tuning = train([TUNING_SEED] * len(RATES), RATES)
-    best = min(tuning, key=lambda run: run["held_out"][-1])["lr"]
-    return tuning + train(MORE_SEEDS, [best] * len(MORE_SEEDS))
+    tuning, tuned = train([TUNING_SEED] * len(RATES), RATES)
+    best = min(range(len(RATES)), key=lambda i: tuning[i]["held_out"][-1])
+    more, models = train(MORE_SEEDS, [RATES[best]] * len(MORE_SEEDS))
+    return tuning + more, [tuned[best], *models]
 
 
 def repeated_text(corpus, count, half, seed=0):
@@ -211,6 +211,22 @@ class _Masked(torch.nn.Module):
         return self.model(ids, head_mask=self.head_mask)
 
 
+def measure_heads(models, lr, corpus, validation):
+    """The heads of the three models trained at the best rate, measured."""
+    models = [model.cpu().eval() for model in models]
+    probe = validation[0][:64]
+    with torch.no_grad():
+        maps = [torch.cat(m(probe, need_weights=True)[1], 1) for m in models]
+    return {
+        "variant": HEADS_OF,
+        "lr": lr,
+        "seeds": [TUNING_SEED, *MORE_SEEDS],
+        "models": [heads_of(m, corpus, validation) for m in models],
+        # (batch, seeds * layers * heads, n, n): every pair of heads
+        "distance_across_seeds": mean_distance(torch.cat(maps, 1)).tolist(),
+    }
+
+
 def step_seconds(corpus, table, device, repeats=7):
     """Median seconds of one training step of one model, for every variant,
     timed round-robin so that changes in machine load hit every variant alike.
@@ -248,65 +264,29 @@ def step_seconds(corpus, table, device, repeats=7):
 
 
 def main():
-    started = time.time()
     device = mha_lib.pick_device()
     corpus = load_bible()
     validation = windows(corpus.encode(corpus.validation), CONTEXT)
-    partial = results.FOLDER / "ch7_experiment.partial.json"
-    partial.parent.mkdir(parents=True, exist_ok=True)
-    done = json.loads(partial.read_text()) if partial.is_file() else {}
+    parts = results.Parts("ch7_experiment")
     table = variants()
-    for name, (spec, num_layers, group) in table.items():
-        if name in done:
-            continue
-        begun = time.time()
-        runs = run_variant(corpus, validation, spec, num_layers, device)
-        vocab = len(corpus.alphabet)
-        done[name] = {
-            **describe(name, spec, num_layers, group, vocab),
-            "runs": runs,
-        }
-        done[name]["wall_seconds"] = round(time.time() - begun, 1)
-        partial.write_text(json.dumps(done))
-        finals = [run["held_out"][-1] for run in runs]
-        print(f"{name}: {time.time() - begun:.0f} s, {finals}", flush=True)
-    if "heads" not in done:  # the heads of the standard layer with 8 heads
-        name = "standard 8 x 8"
-        spec, num_layers, _ = table[name]
-        lr = done[name]["runs"][-1]["lr"]
-        seeds = [TUNING_SEED, *MORE_SEEDS]
-        models = train_language_models(
-            corpus,
-            attention=spec,
-            seeds=seeds,
-            steps=STEPS,
-            lr=lr,
-            context=CONTEXT,
-            num_layers=num_layers,
-            batch_size=BATCH,
-            evaluate_every=STEPS,
-            validation=validation,
-            device=device,
+
+    def train_variant(name):
+        spec, num_layers, group = table[name]
+        runs, models = run_variant(
+            corpus, validation, spec, num_layers, device
         )
-        measured = [
-            heads_of(model.cpu(), corpus, validation) for model, _ in models
-        ]
-        probe = validation[0][:64]
-        with torch.no_grad():
-            maps = [
-                torch.cat(m(probe, need_weights=True)[1], 1) for m, _ in models
-            ]
-        heads = torch.cat(maps, dim=1)  # (batch, seeds * layers * heads, n, n)
-        done["heads"] = {
-            "variant": name,
-            "lr": lr,
-            "seeds": seeds,
-            "models": measured,
-            "distance_across_seeds": mean_distance(heads).tolist(),
-        }
-        partial.write_text(json.dumps(done))
-    for name, seconds_per_step in step_seconds(corpus, table, device).items():
-        done[name]["step_seconds"] = seconds_per_step
+        vocab = len(corpus.alphabet)
+        done = {**describe(name, spec, num_layers, group, vocab), "runs": runs}
+        if name == HEADS_OF:
+            lr = runs[-1]["lr"]
+            done["heads"] = measure_heads(models, lr, corpus, validation)
+        return done
+
+    trained = {
+        name: parts.get(name, lambda name=name: train_variant(name))
+        for name in table
+    }
+    timed = step_seconds(corpus, table, device)
     data = {
         "settings": {
             "context": CONTEXT,
@@ -321,12 +301,21 @@ def main():
             "validation_windows": len(validation[0]),
             "alphabet": corpus.alphabet,
         },
-        "variants": [done[name] for name in table],
-        "heads": done["heads"],
+        "variants": [
+            {
+                **{k: v for k, v in trained[name].items() if k != "heads"},
+                "wall_seconds": parts.seconds_of(name),
+                "step_seconds": timed[name],
+            }
+            for name in table
+        ],
+        "heads": trained[HEADS_OF]["heads"],
     }
-    path = results.save("ch7_experiment", data, device=device, started=started)
-    partial.unlink()
-    print(f"wrote {path} in {time.time() - started:.0f} s")
+    path = results.save(
+        "ch7_experiment", data, device=device, seconds=parts.seconds
+    )
+    parts.finish()
+    print(f"wrote {path}: {parts.seconds:.0f} s of training")
 
 
 if __name__ == "__main__":
