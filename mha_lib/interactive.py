@@ -20,6 +20,7 @@ compares like with like.
 
 import json
 import math
+import re
 from numbers import Real
 
 import numpy as np
@@ -114,9 +115,11 @@ def records_chart(
 
     ``records`` is a list of dicts holding at least the fields ``x``, ``y`` and
     ``select`` (and ``color``, one line or colour of points per value); every
-    field is shown in the tooltip. ``control`` is ``"select"`` (a drop-down) or
-    ``"radio"``; it shows ``start`` first (default: the smallest value).
-    Returns an :class:`Interactive`.
+    field is shown in the tooltip, numbers to three significant digits.
+    ``control`` is ``"select"`` (a drop-down) or ``"radio"``; it shows
+    ``start`` first (default: the smallest value). A ``color`` value keeps its
+    colour whatever the control picks, and the legend lists the values in
+    natural order ("2 x 16" before "16 x 2"). Returns an :class:`Interactive`.
     """
     records = _check_records(
         records,
@@ -134,10 +137,17 @@ def records_chart(
     encoding = {
         "x": _axis(records, x, xlabel, logx),
         "y": _axis(records, y, ylabel, logy),
-        "tooltip": [{"field": field} for field in records[0]],
+        "tooltip": [_tooltip(records, field) for field in records[0]],
     }
     if color is not None:
-        encoding["color"] = {"field": color, "type": "nominal"}
+        encoding["color"] = {
+            "field": color,
+            "type": "nominal",
+            # every value, in natural order: the colours stay put when the
+            # control filters some values out
+            "scale": {"domain": _choices(records, color)},
+            "sort": _choices(records, color),
+        }
     spec = {
         "width": width,
         "height": height,
@@ -582,9 +592,22 @@ def _array(values):
 
 
 def _choices(records, field):
+    """The values of ``field``: numbers in order, text in natural order."""
     values = {record[field] for record in records}
     numbers = all(isinstance(value, Real) for value in values)
-    return sorted(values) if numbers else sorted(values, key=str)
+    return sorted(values) if numbers else sorted(values, key=_natural)
+
+
+def _natural(text):
+    """Sort key that reads the numbers in ``text``: "2 x 16" < "16 x 2"."""
+    parts = re.split(r"(\d+)", str(text))
+    return [int(part) if part.isdigit() else part for part in parts]
+
+
+def _tooltip(records, field):
+    if all(isinstance(record[field], Real) for record in records):
+        return {"field": field, "type": "quantitative", "format": ".3~g"}
+    return {"field": field, "type": "nominal"}
 
 
 def number_label(value):
@@ -635,9 +658,12 @@ def _axis(records, field, label, log):
         if log
         else {"domain": [low, max(values)]}
     )
+    # large counts as 20k, 3M: "20,000" and "30,000" collide on a log axis
+    large = min(values) >= 1 and max(values) >= 1e4
     return {
         "field": field,
         "type": "quantitative",
         "title": label or field,
         "scale": {**scale, "nice": True},
+        "axis": {"format": "~s" if large else "~g", "labelOverlap": "greedy"},
     }

@@ -52,6 +52,27 @@ def test_records_chart_filters_by_the_control_and_keeps_one_y_range():
     )
 
 
+def test_records_chart_keeps_colours_and_reads_numbers_in_labels():
+    records = [
+        {"task": task, "layer": layer, "params": params, "loss": 0.0123456}
+        for task, layers in (("a", ["16 x 2", "2 x 16"]), ("b", ["4 x 8"]))
+        for layer in layers
+        for params in (2_000, 30_000)
+    ]
+    spec = records_chart(
+        records, x="params", y="loss", color="layer", select="task", logx=True
+    ).spec
+    colour = spec["encoding"]["color"]
+    # every layer in the domain, in natural order, whatever the control picks
+    assert colour["scale"]["domain"] == ["2 x 16", "4 x 8", "16 x 2"]
+    assert colour["sort"] == colour["scale"]["domain"]
+    tooltips = {t["field"]: t for t in spec["encoding"]["tooltip"]}
+    assert tooltips["loss"]["format"] == ".3~g"
+    assert "format" not in tooltips["layer"]
+    assert spec["encoding"]["x"]["axis"]["format"] == "~s", "20k, not 20,000"
+    assert spec["encoding"]["y"]["axis"]["format"] == "~g"
+
+
 def test_records_chart_accepts_numpy_and_torch_scalars_and_a_start_value():
     records = [
         {"c": np.float64(c), "h": torch.tensor(2), "gap": np.float32(0.5)}
