@@ -190,9 +190,8 @@ class CharTransformer(nn.Module):
             mask = None if head_mask is None else head_mask[index]
             x, weights = block(x, mask, need_weights)
             all_weights.append(weights)
-        return self.readout(
-            self.norm(x)
-        ), all_weights if need_weights else None
+        logits = self.readout(self.norm(x))  # (batch, n, vocab)
+        return logits, (all_weights if need_weights else None)
 
 
 def windows(ids, context, *, step=None):

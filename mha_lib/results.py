@@ -78,14 +78,15 @@ class Parts:
 
     ``parts.get(key, run)`` returns the stored result of part ``key``, or calls
     ``run()``, stores its (JSON) result with its wall time, and returns it.
-    ``parts.seconds`` is the wall time of all the parts, over every resumption;
-    :meth:`finish` removes the file once the result is saved.
+    ``parts.seconds`` is the wall time of all the parts, over every resumption.
+    :meth:`save` writes the run's result and removes the partial file.
     """
 
     def __init__(self, name, folder=None):
-        folder = FOLDER if folder is None else Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / f"{name}.partial.json"
+        self.name = name
+        self.folder = FOLDER if folder is None else Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / f"{name}.partial.json"
         self.done = (
             json.loads(self.path.read_text()) if self.path.is_file() else {}
         )
@@ -107,5 +108,16 @@ class Parts:
     def seconds(self):
         return sum(part["seconds"] for part in self.done.values())
 
-    def finish(self):
+    def save(self, data, *, device):
+        """:func:`save` ``data`` as ``<name>.json`` with the parts' wall time,
+        then remove the partial file; returns the path."""
+        path = save(
+            self.name,
+            data,
+            device=device,
+            seconds=self.seconds,
+            folder=self.folder,
+        )
         self.path.unlink(missing_ok=True)
+        print(f"wrote {path}: {self.seconds:.0f} s of training")
+        return path

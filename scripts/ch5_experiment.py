@@ -224,11 +224,7 @@ def main():
         "long": long,
         "paths": paths,
     }
-    path = results.save(
-        "ch5_experiment", data, device=device, seconds=parts.seconds
-    )
-    parts.finish()
-    print(f"wrote {path}: {parts.seconds:.0f} s of training")
+    parts.save(data, device=device)
 
 
 if __name__ == "__main__":

@@ -311,11 +311,7 @@ def main():
         ],
         "heads": trained[HEADS_OF]["heads"],
     }
-    path = results.save(
-        "ch7_experiment", data, device=device, seconds=parts.seconds
-    )
-    parts.finish()
-    print(f"wrote {path}: {parts.seconds:.0f} s of training")
+    parts.save(data, device=device)
 
 
 if __name__ == "__main__":

@@ -24,13 +24,12 @@ def test_a_stopped_run_resumes_without_repeating_finished_parts(tmp_path):
     assert second.seconds == pytest.approx(
         second.seconds_of("a") + second.seconds_of("b")
     )
-    path = results.save(
-        "run", {"x": 1}, device="cpu", seconds=second.seconds, folder=tmp_path
-    )
-    second.finish()
+    path = second.save({"x": 1}, device="cpu")
+    assert path == tmp_path / "run.json"
     assert not second.path.exists()
     record = json.loads(path.read_text())
     assert record["data"] == {"x": 1}
+    assert record["wall_seconds"] == round(second.seconds, 1)
     assert record["environment"]["device"] == "cpu"
     assert record["command"].startswith("python3 ")
 

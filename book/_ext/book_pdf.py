@@ -44,6 +44,7 @@ body { padding: 0 !important; margin: 0 !important; }
 .pdf-title { text-align: center; padding-top: 30vh; }
 .pdf-title h1 { font-size: 2.6em; margin-bottom: 0.4em; }
 .pdf-title p { font-size: 1.2em; color: #444; }
+.pdf-contents ol { list-style: none; padding-left: 1.4em; }
 .pdf-contents li { margin: 0.15em 0; }
 .pdf-contents a { color: inherit; text-decoration: none; }
 .pdf-contents > ol > li { margin-top: 0.6em; font-weight: 600; }
@@ -61,13 +62,19 @@ FOOTER = (
     'color: #555;"><span class="pageNumber"></span> / '
     '<span class="totalPages"></span></div>'
 )
+# Waits for everything drawn after load; returns what is still missing after
+# a minute.
 READY = """async () => {
-  const figures = () => [...document.querySelectorAll('.mha-interactive')]
-    .every(e => e.querySelector('svg'));
-  while (!figures()) await new Promise(r => setTimeout(r, 100));
+  const undrawn = () => [...document.querySelectorAll('.mha-interactive')]
+    .filter(e => !e.querySelector('svg')).length;
+  const deadline = Date.now() + 60000;
+  while (undrawn() && Date.now() < deadline)
+    await new Promise(r => setTimeout(r, 100));
+  if (undrawn()) return `${undrawn()} interactive figures not drawn`;
   if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
   await document.fonts.ready;
   await Promise.all([...document.images].map(i => i.decode().catch(() => {})));
+  return "";
 }"""
 
 
@@ -86,12 +93,14 @@ def for_paper(article, prefix):
     """Adapt one page's article to print: unique ids, folds resolved."""
     for link in article.select("a.headerlink"):  # the "#" after each heading
         link.decompose()
-    for tag in article.select("[id]"):  # ids unique in the whole document
-        tag["id"] = f"{prefix}{tag['id']}"
+    # ids unique in the whole document; an interactive figure's id is unique
+    # already, and its script finds the figure by it
+    for tag in article.select("[id]"):
+        if not tag["id"].startswith("mha-interactive-"):
+            tag["id"] = f"{prefix}{tag['id']}"
     for cell in article.select("div.cell.tag_hide-input"):
-        for fold in cell.select(
-            "details"
-        ):  # the code folds away, its output stays
+        # the folded code goes, its output (the list of claims) stays
+        for fold in cell.select("details"):
             fold.decompose()
     for cell in article.select(
         "div.cell.tag_hide-cell, div.cell.tag_hide-output"
@@ -110,6 +119,11 @@ def for_paper(article, prefix):
     return article
 
 
+def _text(tag):
+    """A tag's text as read: words of inline children kept apart."""
+    return " ".join(tag.get_text(" ", strip=True).split())
+
+
 def contents(pages):
     """A table of contents: every page's title and its sections, linked."""
     items = []
@@ -118,8 +132,7 @@ def contents(pages):
         if title is None:
             continue
         sections = "".join(
-            f'<li><a href="#{h2.section["id"]}">'
-            f"{h2.get_text(strip=True)}</a></li>"
+            f'<li><a href="#{h2.parent["id"]}">{_text(h2)}</a></li>'
             for h2 in article.find_all("h2")
             if h2.parent.name == "section" and h2.parent.get("id")
         )
@@ -128,7 +141,7 @@ def contents(pages):
             if title.parent.name == "section"
             else ""
         )
-        name = title.get_text(strip=True)
+        name = _text(title)
         items.append(
             f'<li><a href="#{anchor}">{name}</a>'
             + (f"<ol>{sections}</ol>" if sections else "")
@@ -211,6 +224,64 @@ def relink(pages):
                 link["href"] = f"#{anchor}"
 
 
+def headings(document):
+    """The text of every heading of the one document, in order."""
+    soup = BeautifulSoup(document, "html.parser")
+    found = soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"])
+    return [_text(heading) for heading in found]
+
+
+def retitle_outline(pdf_path, titles):
+    """Give the PDF's bookmarks the headings' own text.
+
+    Chromium names a bookmark after the heading's line boxes, joined without
+    spaces, and repeats one line of some headings ("ContentsContents"). Each
+    bookmark is matched, in order, to the next heading it spells once spaces
+    and such a repeat are ignored; a bookmark that matches none keeps its name.
+    """
+    import logging as std_logging
+
+    from pypdf import PdfWriter
+    from pypdf.generic import NameObject, TextStringObject
+
+    # pypdf warns about Chromium's harmless trailer sizes
+    std_logging.getLogger("pypdf").setLevel(std_logging.ERROR)
+
+    def squash(text):
+        return re.sub(r"\s", "", text)
+
+    def spells(name, title):
+        name, title = squash(name), squash(title)
+        extra = len(name) - len(title)
+        if not title or extra < 0:
+            return False
+        return any(  # ``title`` with title[i : i + extra] written twice
+            title[:i] + title[i : i + extra] + title[i:] == name
+            for i in range(len(title) - extra + 1)
+        )
+
+    writer = PdfWriter(clone_from=str(pdf_path))
+    outline = writer._root_object.get("/Outlines")
+    items, stack = [], [outline.get_object()["/First"]] if outline else []
+    while stack:  # depth first, in reading order
+        item = stack.pop().get_object()
+        items.append(item)
+        if "/Next" in item:
+            stack.append(item["/Next"])
+        if "/First" in item:
+            stack.append(item["/First"])
+    position = 0
+    for item in items:
+        name = str(item["/Title"])
+        for index in range(position, len(titles)):
+            if spells(name, titles[index]):
+                item[NameObject("/Title")] = TextStringObject(titles[index])
+                position = index + 1
+                break
+    with open(pdf_path, "wb") as file:
+        writer.write(file)
+
+
 def print_pdf(html_path, pdf_path, outdir):
     """Serve the build on localhost, open ``html_path`` in headless Chromium
     and print it, with bookmarks and page numbers."""
@@ -229,7 +300,11 @@ def print_pdf(html_path, pdf_path, outdir):
             )
             page = browser.new_page()
             page.goto(url, wait_until="load")
-            page.evaluate(READY)
+            missing = page.evaluate(READY)
+            if missing:
+                raise RuntimeError(
+                    f"the page was not ready to print: {missing}"
+                )
             page.pdf(
                 path=str(pdf_path),
                 format="A4",
@@ -243,6 +318,7 @@ def print_pdf(html_path, pdf_path, outdir):
             browser.close()
     finally:
         server.shutdown()
+    retitle_outline(pdf_path, headings(html_path.read_text(encoding="utf-8")))
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -273,9 +349,8 @@ def _build_pdf(app, exception):
     html_path.write_text(document, encoding="utf-8")
     try:
         print_pdf(html_path, outdir / PDF_NAME, outdir)
-    except (
-        Exception
-    ) as error:  # no browser to print with: the HTML book is still complete
+    # no browser to print with: the HTML book is still complete
+    except Exception as error:
         logger.info(
             f"book_pdf: {PDF_NAME} is not built ({type(error).__name__}: "
             f"{error})"
