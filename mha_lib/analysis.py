@@ -2,6 +2,7 @@
 alike heads are."""
 
 import math
+import statistics
 
 import torch
 
@@ -92,13 +93,20 @@ def offset_profile(weights, first=0):
     return profile
 
 
-def paired_bootstrap(first, second, groups, *, resamples=2000, seed=0):
+def paired_bootstrap(
+    first, second, groups, *, confidence=0.95, resamples=2000, seed=0
+):
     """How much better ``first`` scores than ``second`` on the same items,
-    with a 95 % interval from resampling whole groups (e.g. sentences).
+    with an interval (95 % by default) from resampling whole groups (e.g.
+    documents).
 
     ``first``, ``second``: per-item scores (hits as 0/1); ``groups``: each
-    item's group. Returns ``(difference of means, low, high)``.
+    item's group. For several comparisons at once, pass a Bonferroni
+    ``confidence`` (``1 - 0.05 / comparisons``) and more ``resamples``.
+    Returns ``(difference of means, low, high)``.
     """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     first = torch.as_tensor(first, dtype=torch.float64).flatten()
     second = torch.as_tensor(second, dtype=torch.float64).flatten()
     groups = torch.as_tensor(groups).flatten()
@@ -113,8 +121,9 @@ def paired_bootstrap(first, second, groups, *, resamples=2000, seed=0):
     generator = torch.Generator().manual_seed(seed)
     picks = torch.randint(count, (resamples, count), generator=generator)
     differences = per_group[0][picks].sum(1) / per_group[1][picks].sum(1)
+    tail = (1 - confidence) / 2
     low, high = torch.quantile(
-        differences, torch.tensor([0.025, 0.975], dtype=torch.float64)
+        differences, torch.tensor([tail, 1 - tail], dtype=torch.float64)
     )
     return (first - second).mean().item(), low.item(), high.item()
 
@@ -133,3 +142,22 @@ def wilson_interval(successes, trials, z=1.96):
     half = z * math.sqrt(p * (1 - p) / trials + z**2 / (4 * trials**2))
     half /= 1 + z**2 / trials
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def best_rate(losses_by_rate, solved_below):
+    """The learning rate whose runs solved the most seeds (a final loss below
+    ``solved_below``), ties broken by the lowest median loss.
+
+    ``losses_by_rate``: ``{rate: [final loss of each seed]}``. Counting solved
+    seeds first keeps a rate that solves some seeds from losing to one whose
+    median sits lower on a plateau.
+    """
+    if not losses_by_rate:
+        raise ValueError("losses_by_rate is empty: no rate to choose")
+
+    def rank(rate):
+        losses = losses_by_rate[rate]
+        solved = sum(loss < solved_below for loss in losses)
+        return -solved, statistics.median(losses)
+
+    return min(losses_by_rate, key=rank)

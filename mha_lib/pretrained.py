@@ -106,18 +106,22 @@ class MiniLM(nn.Module):
     def device(self):
         return self.word_embeddings.weight.device
 
-    def with_num_heads(self, num_heads, *, keep_scale=False):
+    def with_num_heads(self, num_heads, *, keep_scale=False, scale=None):
         """A copy whose attention layers split the *same* trained weights into
         ``num_heads`` heads.
 
-        Every tensor is loaded unchanged; only the split changes: heads of
-        ``384 // num_heads``, each with its own softmax. The logits' scale is
-        then ``1/sqrt(head_dim)`` of the new heads, a second change (of the
-        softmax's temperature); ``keep_scale=True`` keeps the trained model's
-        ``1/sqrt(32)``, so that only the split changes. ``num_heads`` must
-        divide 384.
+        Every tensor is loaded unchanged: heads of ``384 // num_heads``, each
+        with its own softmax. The logits' scale is then ``1/sqrt(head_dim)`` of
+        the new heads, a second change (of the softmax's temperature);
+        ``keep_scale=True`` keeps the trained model's ``1/sqrt(32)``, and
+        ``scale`` sets any other. ``with_num_heads(12, scale=64 ** -0.5)``
+        changes the temperature as 6 heads would, without the split.
+        ``num_heads`` must divide 384.
         """
-        scale = (D_MODEL // NUM_HEADS) ** -0.5 if keep_scale else None
+        if keep_scale and scale is not None:
+            raise ValueError("give keep_scale=True or a scale, not both")
+        if keep_scale:
+            scale = (D_MODEL // NUM_HEADS) ** -0.5
         copy = MiniLM(self.tokenizer, num_heads, scale)
         copy.load_state_dict(self.state_dict())
         return copy.to(self.device).eval()
@@ -258,6 +262,38 @@ class MiniLM(nn.Module):
                 )
             )
         return maps
+
+
+def ranked_neighbours(embeddings):
+    """Every sentence's other sentences, nearest first by cosine: ``(n, n)``,
+    each sentence itself last. ``embeddings``: ``(n, d)``, L2-normalised."""
+    similarity = embeddings @ embeddings.T
+    similarity.fill_diagonal_(-2.0)
+    return similarity.argsort(1, descending=True)
+
+
+def embedding_change(original, changed, rows=None):
+    """How far ``changed`` sentence embeddings are from ``original`` ones:
+    ``{"moved_mean", "moved_max", "neighbour_kept", "neighbour_in_10"}``.
+
+    A move is ``1 - cos`` between a sentence's two embeddings; a neighbour is
+    *kept* where a sentence's nearest other sentence is the same as before,
+    *in 10* where the old nearest is still among the 10 nearest. Neighbours
+    are searched among all sentences; the scores average over ``rows`` (the
+    indices of the sentences scored; default all).
+    """
+    rows = torch.arange(len(original)) if rows is None else rows
+    moved = (1 - (original * changed).sum(-1))[rows]
+    nearest = ranked_neighbours(original)[rows, :1]
+    order = ranked_neighbours(changed)[rows]
+    return {
+        "moved_mean": moved.mean().item(),
+        "moved_max": moved.max().item(),
+        "neighbour_kept": (order[:, :1] == nearest).float().mean().item(),
+        "neighbour_in_10": (
+            (order[:, :10] == nearest).any(1).float().mean().item()
+        ),
+    }
 
 
 def _bert_names(index):

@@ -8,7 +8,7 @@ Universal Dependencies treebank (1,000 news and Wikipedia sentences, UD v2,
 hand-corrected; CC BY-SA 3.0), shipped in ``mha_lib/data/ud-english-pud`` with
 its README and licence. A head follows a relation only where it beats two
 baselines chosen and scored the same way: the best fixed offset, and the best
-rule that knows word classes ("the nearest NOUN to the right").
+rule that knows the gold word classes ("the nearest NOUN to the right").
 """
 
 import math
@@ -43,19 +43,28 @@ UPOS = tuple(
     "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM "
     "VERB X".split()
 )
+# what the word-class rule may look for: one class, or one of these groups
+WORD_CLASSES = UPOS + ("NOUN|PROPN", "NOUN|PROPN|PRON", "VERB|AUX")
 
 
 @dataclass(frozen=True)
 class Sentence:
     """One treebank sentence: its text, its words, their word classes (UPOS),
-    the index of each word's syntactic head (``-1`` for the root) and the
-    relation label."""
+    the index of each word's syntactic head (``-1`` for the root), the
+    relation labels, and its ``sent_id``."""
 
     text: str
     words: tuple
     upos: tuple
     heads: tuple
     relations: tuple
+    sent_id: str = ""
+
+    @property
+    def document(self):
+        """The source document: PUD's ids are a document's id and a
+        three-digit sentence number (``n01001011``: document ``n01001``)."""
+        return self.sent_id[:-3]
 
 
 def relation_of(label):
@@ -68,18 +77,26 @@ def read_conllu(text):
     """The sentences of a CoNLL-U text; multiword tokens and empty nodes are
     skipped, so word indices are the 0-based positions of the syntactic words.
     """
-    sentences, rows, sentence_text = [], [], ""
+    sentences, rows, comments = [], [], {}
     for line in text.splitlines() + [""]:
-        if line.startswith("# text = "):
-            sentence_text = line[len("# text = ") :]
+        if line.startswith("# ") and " = " in line:
+            key, _, value = line[2:].partition(" = ")
+            comments[key] = value
         if line.startswith("#"):
             continue
         if not line.strip():
             if rows:
                 words, upos, heads, labels = zip(*rows)
-                sentence = Sentence(sentence_text, words, upos, heads, labels)
+                sentence = Sentence(
+                    comments.get("text", ""),
+                    words,
+                    upos,
+                    heads,
+                    labels,
+                    comments.get("sent_id", ""),
+                )
                 sentences.append(sentence)
-            rows, sentence_text = [], ""
+            rows, comments = [], {}
             continue
         columns = line.split("\t")
         if len(columns) != 10:
@@ -208,10 +225,12 @@ def offset_hits(sentences, items, offsets=range(-5, 6)):
 
 def nearest_of_class(upos, query, step, word_class):
     """The nearest word from ``query`` in direction ``step`` (+1 right, -1
-    left) whose word class is ``word_class``, or ``None``."""
+    left) whose word class is ``word_class`` (one class, or several joined by
+    ``|``), or ``None``."""
+    classes = set(word_class.split("|"))
     position = query + step
     while 0 <= position < len(upos):
-        if upos[position] == word_class:
+        if upos[position] in classes:
             return position
         position += step
     return None
@@ -219,10 +238,11 @@ def nearest_of_class(upos, query, step, word_class):
 
 def class_rule_hits(sentences, items):
     """The baseline "the nearest word of class C to the left or right", for
-    every class and side: ``{(side, class): (items,) bools}``."""
+    every class or group of :data:`WORD_CLASSES` and side: ``{(side, class):
+    (items,) bools}``."""
     rules = {}
     for step, side in ((1, "right"), (-1, "left")):
-        for word_class in UPOS:
+        for word_class in WORD_CLASSES:
             rules[side, word_class] = torch.tensor(
                 [
                     nearest_of_class(

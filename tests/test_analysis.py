@@ -81,3 +81,24 @@ def test_paired_bootstrap_finds_a_real_difference_and_not_a_false_one():
     assert low > 0 and low < gain < high
     _, low, high = paired_bootstrap(better, better.clone(), groups)
     assert low == high == 0
+    _, wide_low, wide_high = paired_bootstrap(
+        better, worse, groups, confidence=1 - 0.05 / 22, resamples=10_000
+    )
+    _, low, high = paired_bootstrap(better, worse, groups)
+    assert wide_low < low and wide_high > high, "more confidence, wider"
+    with pytest.raises(ValueError, match="confidence"):
+        paired_bootstrap(better, worse, groups, confidence=95)
+
+
+def test_best_rate_counts_solved_seeds_before_the_median():
+    from mha_lib.analysis import best_rate
+
+    losses = {
+        0.01: [0.25, 0.25, 0.25, 0.25],  # a plateau, lowest median
+        0.03: [0.001, 0.3, 0.3, 0.3],  # one seed solved
+        0.1: [0.5, 0.5, 0.5, 0.5],
+    }
+    assert best_rate(losses, solved_below=0.05) == 0.03
+    assert best_rate({0.01: [0.3], 0.1: [0.2]}, solved_below=0.05) == 0.1
+    with pytest.raises(ValueError, match="empty"):
+        best_rate({}, solved_below=0.05)

@@ -103,14 +103,14 @@ def test_index_redirects_to_the_intro(site, browser):
     page.close()
 
 
-def visit(browser, url, screenshot=None):
+def visit(browser, url, screenshot=None, width=1280):
     """Open ``url`` and wait for the math and the figures; returns (page,
     script errors).
 
     Requests to other hosts are aborted, and each one is reported as an error:
     the book must not need the network.
     """
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = browser.new_page(viewport={"width": width, "height": 900})
     errors = []
     local = urlparse(url).netloc
 
@@ -160,9 +160,8 @@ def move_every_control(page, name):
         assert controls, f"{name}: an interactive figure without a control"
         radios = [c for c in controls if c.get_attribute("type") == "radio"]
         selects = [c for c in controls if c.get_attribute("type") != "radio"]
-        for control in (
-            radios[:1] + selects
-        ):  # the radio buttons of one control share a name
+        # the radio buttons of one control share a name
+        for control in radios[:1] + selects:
             drawing = figure.eval_on_selector("svg", "svg => svg.innerHTML")
             if control in radios:
                 next(r for r in radios if not r.is_checked()).check()
@@ -292,6 +291,74 @@ def test_chapter_pages_show_questions_answers_and_figures(site, browser):
         page.close()
 
 
+# Code and printed output wider than their column, every fold opened.
+OVERFLOWING = """() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const blocks = 'main div.highlight pre, main .output pre';
+  return [...document.querySelectorAll(blocks)]
+    .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+    .map(pre => pre.textContent.split('\\n')
+      .reduce((a, b) => (b.length > a.length ? b : a), ''));
+}"""
+
+
+def test_code_and_output_fit_the_column_and_nothing_stray_is_printed(
+    site, browser
+):
+    base, html_root = site
+    chapters = [
+        name for name in pages(html_root) if name.startswith("notebooks/")
+    ]
+    for name in chapters:
+        page, _ = visit(browser, urljoin(base, name))
+        wide = page.evaluate(OVERFLOWING)
+        assert not wide, f"{name}: lines wider than the code column: {wide}"
+        outputs = page.eval_on_selector_all(
+            "main .cell_output .output.text_plain pre",
+            "pres => pres.map(p => p.textContent.trim())",
+        )
+        stray = [
+            text
+            for text in outputs
+            if text.replace(".", "", 1).replace("-", "", 1).isdigit()
+        ]
+        assert not stray, f"{name}: bare values printed under cells: {stray}"
+        page.close()
+
+
+def test_nothing_essential_is_cut_off_at_phone_width(site, browser):
+    """At 390 px the page itself must not scroll sideways: wide code and
+    tables scroll inside their own box, figures shrink to the column."""
+    base, html_root = site
+    for name in pages(html_root):
+        page, _ = visit(browser, urljoin(base, name), width=390)
+        too_wide = page.evaluate("() => document.scrollingElement.scrollWidth")
+        assert too_wide <= 392, (
+            f"{name}: at 390 px the page is {too_wide} px wide"
+        )
+        images = page.eval_on_selector_all(
+            "main img",
+            "imgs => imgs.filter(i => i.getBoundingClientRect().right > 392)"
+            ".map(i => i.src)",
+        )
+        assert not images, f"{name}: images cut off at 390 px: {images}"
+        page.close()
+
+
+def test_every_question_has_its_own_anchor(site, browser):
+    base, html_root = site
+    page, _ = visit(browser, urljoin(base, "book/answers.html"))
+    for number in range(1, 17):
+        heading = page.query_selector(
+            f"[id='q{number}'] h2, h2[id='q{number}']"
+        )
+        assert heading is not None, f"answers.html has no anchor #q{number}"
+        assert heading.inner_text().startswith(f"Q{number}."), (
+            f"#q{number} holds {heading.inner_text()!r}"
+        )
+    page.close()
+
+
 def test_intro_links_every_written_chapter(site, browser):
     base, html_root = site
     page, _ = visit(browser, urljoin(base, "book/intro.html"))
@@ -343,3 +410,18 @@ def test_the_pdf_of_the_book_holds_every_chapter(site):
             f"the PDF lacks {chapter.stem} ({title!r})"
         )
     assert "\\frac" not in text and "$$" not in text, "the PDF shows raw TeX"
+    reader = pypdf.PdfReader(pdf)
+    outline = reader.outline
+    top = [item.title for item in outline if not isinstance(item, list)]
+    assert "Contents" in top and any(t.startswith("1. ") for t in top), (
+        f"the PDF's bookmarks lack the contents or the chapters: {top}"
+    )
+    assert any(isinstance(item, list) for item in outline), (
+        "the PDF's bookmarks have no sections under the chapters"
+    )
+    assert all(" " in t or len(t) < 12 for t in top), (
+        f"bookmark titles run words together: {top}"
+    )
+    assert 60 <= len(reader.pages) <= 260, (
+        f"the PDF has {len(reader.pages)} pages"
+    )

@@ -142,6 +142,21 @@ def test_with_num_heads_loads_the_same_tensors_into_another_split(model):
         model.with_num_heads(5)
 
 
+def test_with_num_heads_sets_the_temperature_apart_from_the_split(model):
+    trained = model.with_num_heads(12, scale=32**-0.5)
+    torch.testing.assert_close(
+        trained.encode(SENTENCES), model.encode(SENTENCES), atol=1e-6, rtol=0
+    )
+    split = model.with_num_heads(6, keep_scale=True)
+    assert split.layers[0].attention.spec.logit_scale == 32**-0.5
+    cooler = model.with_num_heads(12, scale=64**-0.5)
+    assert cooler.head_shape == (6, 12)
+    cosine = (cooler.encode(SENTENCES) * model.encode(SENTENCES)).sum(-1)
+    assert torch.all(cosine < 0.9999), "another temperature, another output"
+    with pytest.raises(ValueError, match="not both"):
+        model.with_num_heads(6, keep_scale=True, scale=0.1)
+
+
 def test_batch_attention_maps_equal_one_sentence_at_a_time(model):
     batch = model.batch_attention_maps(SENTENCES)
     for sentence, (tokens, word_ids, maps) in zip(SENTENCES, batch):
@@ -173,3 +188,22 @@ def test_encode_in_length_sorted_batches_changes_nothing(model):
         )
     with pytest.raises(ValueError, match="batch_size"):
         model.encode(SENTENCES, batch_size=0)
+
+
+def test_embedding_change_moves_and_neighbours():
+    from mha_lib.pretrained import embedding_change
+
+    generator = torch.Generator().manual_seed(0)
+    original = torch.nn.functional.normalize(
+        torch.randn(40, 8, generator=generator), dim=-1
+    )
+    same = embedding_change(original, original.clone())
+    assert same["moved_max"] < 1e-6 and same["neighbour_kept"] == 1.0
+    assert same["neighbour_in_10"] == 1.0
+    # swap two sentences' embeddings: they move, and whoever had one of
+    # them as its nearest neighbour loses it
+    swapped = original.clone()
+    swapped[[0, 1]] = original[[1, 0]]
+    change = embedding_change(original, swapped, rows=torch.tensor([0, 1]))
+    assert change["moved_mean"] > 0.1
+    assert 0 <= change["neighbour_kept"] <= change["neighbour_in_10"] <= 1

@@ -1,5 +1,5 @@
-"""The hand-labelled dependency arcs and the head-as-classifier scoring of
-Clark et al. (2019)."""
+"""The gold treebank and Clark et al.'s (2019) head-as-classifier test with
+its two baselines, held out."""
 
 import math
 
@@ -7,108 +7,98 @@ import pytest
 import torch
 
 from mha_lib.relations import (
+    DIRECTIONS,
     HEAD_CLASSES,
     RELATIONS,
+    WORD_CLASSES,
     attention_statistics,
+    class_rule_hits,
     classify_heads,
-    head_accuracy,
-    load_relations,
+    head_hits,
+    held_out,
+    load_treebank,
     most_attended,
-    offset_accuracy,
+    nearest_of_class,
+    offset_hits,
+    read_conllu,
+    relation_items,
     word_attention,
 )
 
-DETERMINERS = {
-    "the",
-    "a",
-    "an",
-    "this",
-    "that",
-    "these",
-    "those",
-    "every",
-    "each",
-    "some",
-}
-POSSESSIVES = {"my", "your", "his", "her", "its", "our", "their"}
-PREPOSITIONS = {
-    "to",
-    "over",
-    "about",
-    "before",
-    "in",
-    "on",
-    "from",
-    "under",
-    "with",
-    "at",
-    "for",
-    "by",
-    "across",
-    "into",
-    "along",
-    "behind",
-    "near",
-    "during",
-    "of",
-    "off",
-    "without",
-    "after",
-}
+# one sentence in CoNLL-U, with a multiword token ("can't") to skip
+CONLLU = """# sent_id = w07003002
+# text = The dog can't see a cat
+1\tThe\tthe\tDET\t_\t_\t2\tdet\t_\t_
+2\tdog\tdog\tNOUN\t_\t_\t5\tnsubj\t_\t_
+3-4\tcan't\t_\t_\t_\t_\t_\t_\t_\t_
+3\tca\tcan\tAUX\t_\t_\t5\taux\t_\t_
+4\tn't\tnot\tPART\t_\t_\t5\tadvmod\t_\t_
+5\tsee\tsee\tVERB\t_\t_\t0\troot\t_\t_
+6\ta\ta\tDET\t_\t_\t7\tdet\t_\t_
+7\tcat\tcat\tNOUN\t_\t_\t5\tobj\t_\t_
+
+"""
 
 
 @pytest.fixture(scope="module")
-def sentences():
-    return load_relations()
+def treebank():
+    return load_treebank()
 
 
-def test_the_labelled_file_is_intact(sentences):
-    assert len(sentences) >= 40
-    counts = {
-        relation: sum(len(s[relation]) for s in sentences)
-        for relation in RELATIONS
-    }
-    assert min(counts.values()) >= 25, counts
-    texts = [" ".join(s["words"]) for s in sentences]
-    assert len(set(texts)) == len(texts), "a sentence appears twice"
-    for sentence in sentences:
-        words = [w.lower() for w in sentence["words"]]
-        assert all(words), f"empty word (double space?) in {sentence['words']}"
-        arcs = [arc for relation in RELATIONS for arc in sentence[relation]]
-        for dependent, head in arcs:
-            assert (
-                0 <= dependent < len(words)
-                and 0 <= head < len(words)
-                and dependent != head
-            )
-        for dependent, head in sentence["det"]:
-            assert words[dependent] in DETERMINERS and head > dependent, (
-                words,
-                dependent,
-                head,
-            )
-        for dependent, head in sentence["poss"]:
-            assert words[dependent] in POSSESSIVES and head > dependent, (
-                words,
-                dependent,
-                head,
-            )
-        for dependent, head in sentence["pobj"]:
-            assert words[head] in PREPOSITIONS and head < dependent, (
-                words,
-                dependent,
-                head,
-            )
-        for dependent, head in sentence["dobj"]:
-            assert (
-                head < dependent
-                and words[head] not in PREPOSITIONS | DETERMINERS
-            ), (words, dependent, head)
-        for relation in ("dobj", "pobj"):
-            dependents = [d for d, _ in sentence[relation]]
-            assert len(set(dependents)) == len(dependents), (
-                f"a word has two {relation} heads"
-            )
+def test_the_shipped_treebank_is_whole_and_has_every_relation(treebank):
+    assert len(treebank) == 1000
+    assert len({s.document for s in treebank}) > 300
+    for sentence in treebank:
+        n = len(sentence.words)
+        assert len(sentence.upos) == len(sentence.heads) == n
+        assert sum(h == -1 for h in sentence.heads) == 1, "one root"
+        assert all(-1 <= h < n for h in sentence.heads)
+        assert set(sentence.upos) <= set(WORD_CLASSES)
+    for relation in RELATIONS:
+        for direction in DIRECTIONS:
+            assert len(relation_items(treebank, relation, direction)) >= 300
+
+
+def test_a_changed_treebank_is_refused():
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_treebank(expected="0" * 64)
+
+
+def test_read_conllu_keeps_syntactic_words_and_ids():
+    (sentence,) = read_conllu(CONLLU)
+    assert sentence.words == ("The", "dog", "ca", "n't", "see", "a", "cat")
+    assert sentence.heads == (1, 4, 4, 4, -1, 6, 4)
+    assert sentence.sent_id == "w07003002" and sentence.document == "w07003"
+    assert sentence.text == "The dog can't see a cat"
+    with pytest.raises(ValueError, match="10 columns"):
+        read_conllu("1\tThe\tthe\n\n")
+
+
+def test_items_in_both_directions():
+    sentences = read_conllu(CONLLU)
+    to_head = relation_items(sentences, "det", DIRECTIONS[0])
+    assert to_head == [(0, 0, frozenset({1})), (0, 5, frozenset({6}))]
+    # the verb has three dependents of interest in different relations; for
+    # "aux" it is one query with one correct answer
+    (item,) = relation_items(sentences, "aux", DIRECTIONS[1])
+    assert item == (0, 4, frozenset({2}))
+    with pytest.raises(ValueError, match="relation"):
+        relation_items(sentences, "nmod", DIRECTIONS[0])
+    with pytest.raises(ValueError, match="direction"):
+        relation_items(sentences, "det", "sideways")
+
+
+def test_baselines_offset_and_word_class_rule():
+    sentences = read_conllu(CONLLU)
+    items = relation_items(sentences, "det", DIRECTIONS[0])
+    offsets = offset_hits(sentences, items)
+    assert offsets[1].tolist() == [True, True] and 0 not in offsets
+    rules = class_rule_hits(sentences, items)
+    assert rules["right", "NOUN"].tolist() == [True, True]
+    assert rules["left", "NOUN"].tolist() == [False, False]  # "dog"
+    upos = sentences[0].upos
+    assert nearest_of_class(upos, 0, 1, "VERB|AUX") == 2
+    assert nearest_of_class(upos, 0, -1, "NOUN") is None
 
 
 def test_word_attention_merges_pieces_as_clark_et_al():
@@ -132,34 +122,25 @@ def test_word_attention_merges_pieces_as_clark_et_al():
         word_attention(weights, [None, 0, 2, 2, 3, None])
 
 
-def test_head_accuracy_and_offset_baseline():
-    sentences = [
-        {
-            "words": ["the", "dog", "saw", "a", "cat"],
-            "det": [(0, 1), (3, 4)],
-            "dobj": [(4, 2)],
-            "pobj": [],
-            "poss": [],
-        }
-    ]
-    maps = torch.zeros(1, 2, 5, 5)  # (layers, heads, n_words, n_words)
-    maps[0, 0, 0, 1] = maps[0, 0, 3, 4] = (
-        1.0  # head 0: each determiner -> the next word
-    )
-    maps[0, 1, 0, 0] = (
-        5.0  # head 1: attends to itself, which does not count as a prediction
-    )
-    maps[0, 1, 0, 2] = maps[0, 1, 3, 2] = 1.0
-    assert most_attended(maps)[0, 1, 0].item() == 2
-    accuracy, n = head_accuracy([maps], sentences, "det")
-    assert n == 2 and accuracy[0].tolist() == [1.0, 0.0]
-    baseline = offset_accuracy(sentences, "det")
-    assert baseline[1] == 1.0 and baseline[-1] == 0.0 and 0 not in baseline
-    assert offset_accuracy(sentences, "dobj")[-2] == 1.0
-    with pytest.raises(ValueError, match="relation"):
-        head_accuracy([maps], sentences, "nsubj")
-    with pytest.raises(ValueError, match="no 'pobj' arcs"):
-        offset_accuracy(sentences, "pobj")
+def test_heads_as_classifiers_chosen_on_one_half_scored_on_the_other():
+    sentences = read_conllu(CONLLU) * 4
+    items = relation_items(sentences, "det", DIRECTIONS[0])  # 8 items
+    maps = torch.zeros(1, 2, 7, 7)  # (layers, heads, words, words)
+    maps[0, 0, 0, 1] = maps[0, 0, 5, 6] = 1.0  # head 0: the next word
+    maps[0, 1, 0, 0] = 5.0  # itself: not a prediction
+    maps[0, 1, 0, 4] = maps[0, 1, 5, 4] = 1.0  # head 1: the verb
+    predicted = [most_attended(maps)] * 4
+    assert predicted[0][0, 1, 0].item() == 4
+    hits = head_hits(predicted, items)  # (layers, heads, items)
+    assert hits[0, 0].all() and not hits[0, 1].any()
+    scored, chosen = held_out(hits, [0, 1, 2, 3], [4, 5, 6, 7])
+    assert scored.all() and chosen == [(0, 0), (0, 0)]
+    # a classifier that is right on one half only is chosen there and
+    # scored on the other, where it fails
+    half = {"a": torch.tensor([True] * 4 + [False] * 4)}
+    half["b"] = ~half["a"]
+    scored, chosen = held_out(half, [0, 1, 2, 3], [4, 5, 6, 7])
+    assert not scored.any() and chosen == ["a", "b"]
 
 
 def test_attention_statistics_and_classification():
