@@ -63,7 +63,10 @@ class Claims:
 
 
 def spread(values, digits=3):
-    """``median m (min-max)`` of some numbers, as text."""
+    """``median m (min to max)`` of some numbers, as text ("to", not a dash,
+    which would read as a minus sign before a negative maximum)."""
     values = list(values)
     low, middle, high = min(values), statistics.median(values), max(values)
-    return f"median {middle:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
+    return (
+        f"median {middle:.{digits}f} ({low:.{digits}f} to {high:.{digits}f})"
+    )

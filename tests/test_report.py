@@ -44,5 +44,6 @@ def test_claims_assert_and_list_what_held():
 
 
 def test_spread_text():
-    assert spread([0.3, 0.1, 0.2]) == "median 0.200 (0.100-0.300)"
-    assert spread([1, 2, 30], digits=1) == "median 2.0 (1.0-30.0)"
+    assert spread([0.3, 0.1, 0.2]) == "median 0.200 (0.100 to 0.300)"
+    assert spread([-0.12, 0.88, 0.5], 2) == "median 0.50 (-0.12 to 0.88)"
+    assert spread([1, 2, 30], digits=1) == "median 2.0 (1.0 to 30.0)"
