@@ -100,9 +100,10 @@ def test_ci_runs_the_readme_test_command_verbatim():
 def questions_in_the_intro():
     """The question ids of the intro's table, in order: Q1, Q2, ..."""
     intro = (ROOT / "book" / "intro.md").read_text()
-    return re.findall(
-        r"^\| \[(Q\d+)\]\(answers\.md#q\d+\) \|", intro, flags=re.M
-    )
+    # [Q5](q5): a link to the label (q5)= of the answers page
+    links = re.findall(r"^\| \[Q(\d+)\]\(q(\d+)\) \|", intro, flags=re.M)
+    assert all(shown == target for shown, target in links), links
+    return [f"Q{shown}" for shown, _ in links]
 
 
 def test_intro_lists_the_questions_in_order():
@@ -115,9 +116,11 @@ def test_intro_lists_the_questions_in_order():
 
 def test_answers_page_answers_every_question_with_evidence():
     answers = (ROOT / "book" / "answers.md").read_text()
-    blocks = re.split(r"^\*\*(Q\d+)\. ", answers, flags=re.M)[1:]
-    found = dict(zip(blocks[::2], blocks[1::2]))
-    assert sorted(found, key=lambda q: int(q[1:])) == questions_in_the_intro()
+    blocks = re.split(r"^\(q(\d+)\)=\n## Q(\d+)\. ", answers, flags=re.M)[1:]
+    labels, numbers, texts = blocks[::3], blocks[1::3], blocks[2::3]
+    assert labels == numbers, "each answer's label (qN)= must name its Q"
+    found = {f"Q{n}": text for n, text in zip(numbers, texts)}
+    assert list(found) == questions_in_the_intro(), "answers out of order"
     for question, text in found.items():
         assert "*Evidence:*" in text, f"{question} has no evidence"
         assert re.search(
