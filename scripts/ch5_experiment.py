@@ -21,7 +21,6 @@ broken by the lowest median loss. A run that stops can be started again:
 finished layers are kept in a partial file beside the result and skipped.
 """
 
-
 import mha_lib
 from mha_lib import analysis, results
 from mha_lib.spec import AttentionSpec

@@ -279,7 +279,8 @@ def main():
         done = {**describe(name, spec, num_layers, group, vocab), "runs": runs}
         if name == HEADS_OF:
             lr = runs[-1]["lr"]
-            done["heads"] = measure_heads(models, lr, corpus, validation)
+            measured = measure_heads(models, lr, corpus, validation)
+            done["head_measurements"] = measured
         return done
 
     trained = {
@@ -303,13 +304,17 @@ def main():
         },
         "variants": [
             {
-                **{k: v for k, v in trained[name].items() if k != "heads"},
+                **{
+                    k: v
+                    for k, v in trained[name].items()
+                    if k != "head_measurements"
+                },
                 "wall_seconds": parts.seconds_of(name),
                 "step_seconds": timed[name],
             }
             for name in table
         ],
-        "heads": trained[HEADS_OF]["heads"],
+        "heads": trained[HEADS_OF]["head_measurements"],
     }
     parts.save(data, device=device)
 
