@@ -2,8 +2,9 @@
 outputs.
 
 The notebooks are stored without outputs, and Sphinx copies the sources to
-``_sources`` as they are. When the build has finished we replace each copied
-chapter by the one the reader has just read: its outputs come from the
+``_sources`` as they are (a rebuild keeps the copies of unchanged pages). When
+the build has finished we replace each chapter's copy by the one the reader has
+just read: its outputs come from the
 execution cache. Before its first cell we put the course library itself, a
 wheel of ``mha_lib`` packed in base64, and a few lines that install it (with
 the packages it needs from PyPI) where ``mha_lib`` is missing: so a downloaded
@@ -77,7 +78,13 @@ def _offer_executed(app, exception):
         cell = install_cell(build_wheel(folder))
     offered = 0
     for download in sources.rglob("*.ipynb"):
-        notebook = nbformat.read(download, as_version=4)
+        docname = download.relative_to(sources).with_suffix("").as_posix()
+        if docname not in app.env.found_docs:
+            continue  # left in _build by an earlier book, no longer a page
+        # from the chapter itself: the copy in _sources may be one an earlier
+        # build has already offered
+        source = Path(app.srcdir) / f"{docname}.ipynb"
+        notebook = nbformat.read(source, as_version=4)
         try:
             _, notebook = cache.merge_match_into_notebook(notebook)
         except KeyError:
