@@ -39,7 +39,8 @@ def test_chapter_page_shows_its_figures_and_no_errors(built_book, chapter):
     ]
     figures = sum("image/png" in o.get("data", {}) for o in outputs)
     assert figures > 0, f"{chapter} drew no figure"
-    images = re.findall(r'<img [^>]*src="([^"]+\.png)"', html)
+    # the chapter's figures, not the theme's icons (the Colab logo)
+    images = re.findall(r'<img [^>]*src="(\.\./_images/[^"]+\.png)"', html)
     assert len(images) == figures, (
         f"{chapter}: {figures} figures drawn, {len(images)} on the page"
     )

@@ -344,7 +344,10 @@ def _build_pdf(app, exception):
         f"<br>{app.config.author}, printed {time.strftime('%d %B %Y')}"
     )
     document = one_document(
-        outdir, reading_order(app.env), app.config.project, subtitle
+        outdir,
+        reading_order(app.env),
+        app.config.html_title or app.config.project,
+        subtitle,
     )
     html_path.write_text(document, encoding="utf-8")
     try:
