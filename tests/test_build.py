@@ -34,8 +34,13 @@ def test_chapter_page_shows_its_figures_and_no_errors(built_book, chapter):
     html = (built_book / "notebooks" / f"{chapter}.html").read_text()
     download = built_book / "_sources" / "notebooks" / f"{chapter}.ipynb"
     cells = json.loads(download.read_text())["cells"]
+    removed = {"remove-cell", "remove-output"}  # not shown on the page
     outputs = [
-        o for c in cells if c["cell_type"] == "code" for o in c["outputs"]
+        o
+        for c in cells
+        if c["cell_type"] == "code"
+        and not removed & set(c["metadata"].get("tags", []))
+        for o in c["outputs"]
     ]
     figures = sum("image/png" in o.get("data", {}) for o in outputs)
     assert figures > 0, f"{chapter} drew no figure"
