@@ -71,7 +71,12 @@ READY = """async () => {
   while (undrawn() && Date.now() < deadline)
     await new Promise(r => setTimeout(r, 100));
   if (undrawn()) return `${undrawn()} interactive figures not drawn`;
-  if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
+  if (window.MathJax && MathJax.startup) {
+    const typeset = MathJax.startup.promise.then(() => true);
+    const late = new Promise(r => setTimeout(() => r(false), 60000));
+    if (!(await Promise.race([typeset, late])))
+      return "MathJax did not finish typesetting";
+  }
   await document.fonts.ready;
   await Promise.all([...document.images].map(i => i.decode().catch(() => {})));
   return "";
@@ -154,6 +159,14 @@ def contents(pages):
     )
 
 
+def head_key(tag):
+    """What a tag of a page's head loads: two pages that load one file, one
+    with a ``?v=`` digest and one without (a rebuild rewrites only changed
+    pages), must not load it twice (MathJax loaded twice never starts)."""
+    url = tag.get("src") or tag.get("href")
+    return (tag.name, url.split("?")[0]) if url else str(tag)
+
+
 def one_document(outdir, docnames, title, subtitle):
     """One HTML document: a title page, the contents, then every page's
     article, each starting on a new page, under the union of their heads."""
@@ -171,8 +184,8 @@ def one_document(outdir, docnames, title, subtitle):
         for tag in page.head.find_all(
             ["meta", "link", "script", "style"], recursive=False
         ):
-            if str(tag) not in seen_head:
-                seen_head.add(str(tag))
+            if head_key(tag) not in seen_head:
+                seen_head.add(head_key(tag))
                 book.head.append(tag)
         article = page.select_one("article.bd-article") or page.body
         prefix = "pdf-" + re.sub(r"\W", "-", docname) + "-"
