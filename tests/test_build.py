@@ -98,7 +98,9 @@ def test_the_download_carries_an_installable_mha_lib(built_book, tmp_path):
     check = (
         "import sys; sys.path.insert(0, sys.argv[1]); import mha_lib; "
         "from mha_lib import results; print(mha_lib.__file__); "
-        "print(sorted(p.name for p in results.FOLDER.iterdir()))"
+        "print(sorted(p.name for p in results.FOLDER.iterdir())); "
+        "from mha_lib.relations import load_treebank; "
+        "print(len(load_treebank()))"
     )
     result = subprocess.run(
         [sys.executable, "-c", check, str(target)],
@@ -107,6 +109,7 @@ def test_the_download_carries_an_installable_mha_lib(built_book, tmp_path):
         text=True,
         check=True,
     )
-    where, stored = result.stdout.splitlines()
+    where, stored, sentences = result.stdout.splitlines()
     assert where.startswith(str(target)), f"imported from {where}"
     assert "ch5_experiment.json" in stored, f"stored results missing: {stored}"
+    assert sentences == "1000", f"the treebank in the wheel: {sentences}"
