@@ -375,13 +375,17 @@ def _as_array(values, dims, caller, shape):
 
 def markdown_table(header, rows):
     """A Markdown table of ``rows`` (lists of cells) under ``header``, for
-    ``IPython.display.display``."""
+    ``IPython.display.display``. A ``|`` inside a cell is escaped, so it
+    stays in its cell."""
     from IPython.display import Markdown
 
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += [
-        "| " + " | ".join(str(cell) for cell in row) + " |" for row in rows
-    ]
+    def line(cells):
+        return (
+            "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+        )
+
+    lines = [line(header), "|" + "---|" * len(header)]
+    lines += [line(row) for row in rows]
     return Markdown("\n".join(lines))
 
 

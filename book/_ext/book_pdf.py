@@ -54,8 +54,8 @@ body { padding: 0 !important; margin: 0 !important; }
 }
 .pdf-solution { font-weight: 600; margin: 0.8em 0 0.2em; }
 pre { white-space: pre-wrap !important; word-break: break-word; }
-div.cell, figure, img, table { break-inside: avoid; }
-h1, h2, h3 { break-after: avoid; }
+figure, img, table, div.cell_output { break-inside: avoid; }
+h1, h2, h3 { break-after: avoid; break-inside: avoid; }
 """
 FOOTER = (
     '<div style="font-size: 9px; width: 100%; text-align: center; '
