@@ -9,16 +9,20 @@ evaluated on 1024 fresh sequences:
 
 - ``grid``: every layer below on both tasks, 150 steps, learning rates 1e-2,
   3e-2 and 1e-1, seeds 0-9;
-- ``long``: the standard, wide and chunked layers with 2 to 16 heads, and every
-  other layer whose seeds split into solved and unsolved in the grid, 600
-  steps, learning rates 1e-3 to 1e-1 (five) on seeds 0-9, then seeds 10-19 at
-  the best of them; each run records its loss on 256 sequences every 25 steps;
+- ``long``: the standard, wide and chunked layers with 2 to 16 heads, every
+  other layer whose seeds split into solved and unsolved in the grid, and the
+  layers of ``paths`` with the standard layers they shrink, 600 steps,
+  learning rates 1e-3 to 1e-1 (five) on seeds 0-9, then seeds 10-19 at the
+  best of them; each run records its loss on 256 sequences every 25 steps;
+- ``long_more``: seeds 20-29 of every ``long`` layer at its best rate, so that
+  20 seeds (10-29) that chose no rate are reported;
 - ``paths``: query/key size and value size set apart (1, 2 or 4 against 8) at
   8, 16 and 32 heads on both tasks, as the grid.
 
 The best rate is the one that solves the most seeds (a loss below 0.05), ties
-broken by the lowest median loss. A run that stops can be started again:
-finished layers are kept in a partial file beside the result and skipped.
+broken by the lowest median loss; it is chosen on seeds 0-9 alone. A run that
+stops can be started again: finished layers are kept in a partial file beside
+the result and skipped.
 """
 
 import mha_lib
@@ -37,6 +41,7 @@ TASKS = {
 SHORT, LONG, CURVE_EVERY = 150, 600, 25
 SHORT_RATES, LONG_RATES = [1e-2, 3e-2, 1e-1], [1e-3, 3e-3, 1e-2, 3e-2, 1e-1]
 FIRST_SEEDS, MORE_SEEDS = list(range(10)), list(range(10, 20))
+EXTRA_SEEDS = list(range(20, 30))  # reported with MORE_SEEDS
 HEAD_COUNTS = [2, 4, 8, 16]
 
 
@@ -60,18 +65,41 @@ def grid_layers():
     return layers
 
 
-def path_layers():
-    """Query/key size and value size set apart, at 8, 16 and 32 heads."""
+def path_layers(standard=False):
+    """Query/key size and value size set apart, at 8, 16 and 32 heads (and
+    the standard layers they shrink, with ``standard``)."""
     layers = []
     for heads in (8, 16, 32):
         small = D_MODEL // heads
+        if standard:
+            layers.append(dict(num_heads=heads))
         for qk, value in ((small, 8), (8, small), (8, 8)):
             layers.append(dict(num_heads=heads, head_dim=qk, value_dim=value))
     return layers
 
 
+def long_layers(grid):
+    """The layers trained long: main layers, split layers, the paths."""
+    layers = []
+    for task_name in TASKS:
+        for sizes in grid_layers():
+            main_layer = sizes.get("head_dim") in (None, D_MODEL)
+            main_layer = main_layer and sizes["num_heads"] in HEAD_COUNTS
+            if main_layer or splits(grid[key(task_name, sizes)]):
+                layers.append((task_name, sizes))
+        for sizes in path_layers(standard=True):
+            labels = [key(name, s) for name, s in layers]
+            if key(task_name, sizes) not in labels:
+                layers.append((task_name, sizes))
+    return layers
+
+
+def label(sizes):
+    return AttentionSpec(D_MODEL, **sizes).label
+
+
 def key(task_name, sizes):
-    return f"{task_name} | {AttentionSpec(D_MODEL, **sizes).label}"
+    return f"{task_name} | {label(sizes)}"
 
 
 def record(task_name, sizes, lr, seed, loss, **extra):
@@ -179,23 +207,27 @@ def main():
                 sizes,
                 short_runs,
             )
-    long = []
-    for task_name in TASKS:
-        for sizes in grid_layers():
-            main_layer = sizes.get("head_dim") in (None, D_MODEL)
-            main_layer = main_layer and sizes["num_heads"] in HEAD_COUNTS
-            if not (main_layer or splits(grid[key(task_name, sizes)])):
-                continue
+    long, long_more = [], []
+    for task_name, sizes in long_layers(grid):
 
-            def tuned_then_more(task_name, sizes, device):
-                seeds = FIRST_SEEDS * len(LONG_RATES)
-                rates = [lr for lr in LONG_RATES for _ in FIRST_SEEDS]
-                first = long_runs(task_name, sizes, seeds, rates, device)
-                lr = best_rate(first)
-                more = long_runs(task_name, sizes, MORE_SEEDS, lr, device)
-                return first + more
+        def tuned_then_more(task_name, sizes, device):
+            seeds = FIRST_SEEDS * len(LONG_RATES)
+            rates = [lr for lr in LONG_RATES for _ in FIRST_SEEDS]
+            first = long_runs(task_name, sizes, seeds, rates, device)
+            lr = best_rate(first)
+            more = long_runs(task_name, sizes, MORE_SEEDS, lr, device)
+            return first + more
 
-            long += part("long", task_name, sizes, tuned_then_more)
+        long += part("long", task_name, sizes, tuned_then_more)
+    for task_name, sizes in long_layers(grid):
+        records = [r for r in long if r["task"] == task_name]
+        records = [r for r in records if r["layer"] == label(sizes)]
+        lr = best_rate([r for r in records if r["seed"] in FIRST_SEEDS])
+
+        def extra(task_name, sizes, device, lr=lr):
+            return long_runs(task_name, sizes, EXTRA_SEEDS, lr, device)
+
+        long_more += part("long_more", task_name, sizes, extra)
     paths = []
     for task_name in TASKS:
         for sizes in path_layers():
@@ -216,11 +248,13 @@ def main():
             "long_steps": LONG,
             "short_rates": SHORT_RATES,
             "long_rates": LONG_RATES,
+            "tuning_seeds": FIRST_SEEDS,
+            "reported_seeds": MORE_SEEDS + EXTRA_SEEDS,
             "curve_every": CURVE_EVERY,
             "tasks": {name: repr(task) for name, task in TASKS.items()},
         },
         "grid": [r for records in grid.values() for r in records],
-        "long": long,
+        "long": long + long_more,
         "paths": paths,
     }
     parts.save(data, device=device)
