@@ -1,0 +1,125 @@
+"""Claims about trained models in a form that replicates on new seeds.
+
+A claim measured on the seeds that set its threshold ("at least 30 times
+lower on every seed", 30 being the smallest ratio seen) only says that those
+seeds were measured. A chapter states a trained claim instead as a share of
+seeds with its 95 % Wilson interval (:class:`Share`), checked against a bound
+set with margin, or as a median with its range.
+
+``scripts/replicate.py`` runs a chapter again on seeds no one chose: the
+chapter takes its seeds from :func:`chapter_seeds` (the variable
+``MHA_SEEDS``), and :class:`mha_lib.report.Claims` writes every claim it checks
+to the file named by ``MHA_CLAIMS`` instead of stopping at the first that
+fails.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .analysis import wilson_interval
+
+SEEDS_VARIABLE = "MHA_SEEDS"
+CLAIMS_VARIABLE = "MHA_CLAIMS"
+FEW = 10  # fewer seeds than this can refute a share, not establish it
+
+
+def parse_seeds(text):
+    """Seeds from text: ``"100-119"`` (both ends included), ``"3,5,8"``, or a
+    mix of both (``"0-4,9"``)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(
+            f"seeds must be text such as '100-119' or '3,5,8', got {text!r}"
+        )
+    seeds = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        try:
+            low, high = int(first), int(last or first)
+        except ValueError:
+            raise ValueError(
+                f"cannot read seeds {part.strip()!r} in {text!r}: expected "
+                "a number or a range such as '100-119'"
+            ) from None
+        if low < 0 or high < low:
+            raise ValueError(
+                f"seed range {part.strip()!r} must run from a seed >= 0 up"
+            )
+        seeds.extend(range(low, high + 1))
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds {text!r} name a seed twice")
+    return seeds
+
+
+def chapter_seeds(default):
+    """The seeds a chapter trains on: ``default``, unless ``MHA_SEEDS`` names
+    others (as ``scripts/replicate.py`` does)."""
+    text = os.environ.get(SEEDS_VARIABLE)
+    return parse_seeds(text) if text else list(default)
+
+
+@dataclass(frozen=True)
+class Share:
+    """``count`` of ``total`` seeds had some property; ``interval`` is the 95 %
+    Wilson interval of the rate behind it."""
+
+    count: int
+    total: int
+
+    @classmethod
+    def of(cls, flags):
+        """The share of true values among ``flags`` (one per seed)."""
+        flags = [bool(flag) for flag in flags]
+        if not flags:
+            raise ValueError("a share of no seeds is undefined")
+        return cls(sum(flags), len(flags))
+
+    @property
+    def fraction(self):
+        return self.count / self.total
+
+    @property
+    def interval(self):
+        return wilson_interval(self.count, self.total)
+
+    def at_least(self, fraction):
+        """Whether these seeds bear out "the rate is at least ``fraction``":
+        the observed share reaches it; with fewer than :data:`FEW` seeds,
+        which can refute such a claim but not establish it, it is enough
+        that the interval reaches it."""
+        if self.total < FEW:
+            return self.interval[1] >= fraction
+        return self.fraction >= fraction
+
+    def __str__(self):
+        low, high = self.interval
+        return (
+            f"{self.count} of {self.total} seeds "
+            f"(95 % interval {low:.2f} to {high:.2f})"
+        )
+
+
+def stored_claims(chapter, checked):
+    """The claims of ``chapter`` in the stored replication
+    (``mha_lib/results/replication.json``, written by ``scripts/replicate.py
+    --store``): ``(seeds, rows)``, a row per claim with its values on the
+    chapter's seeds and on the new ones.
+
+    ``checked`` are the claims the chapter checked in this run
+    (:attr:`mha_lib.report.Claims.checked`): where the stored claims differ,
+    the file is stale and a ``ValueError`` says how to renew it. A chapter run
+    by ``scripts/replicate.py`` itself skips that test.
+    """
+    from . import results
+
+    stored = results.load("replication")["data"]
+    rows = [row for row in stored["claims"] if row["chapter"] == chapter]
+    texts = [row["claim"] for row in rows]
+    if texts != list(checked) and not os.environ.get(CLAIMS_VARIABLE):
+        raise ValueError(
+            f"the stored replication of Chapter {chapter} checked other "
+            "claims than this run did; run again: python3 "
+            "scripts/replicate.py --seeds 100-119 --store"
+        )
+    return stored["seeds"], rows

@@ -1,0 +1,186 @@
+"""Every trained claim of Chapters 4 and 5, checked again on new seeds.
+
+    python3 scripts/replicate.py --seeds 100-119            # about 30 minutes
+    python3 scripts/replicate.py --seeds 100-119 --store    # and store it
+    python3 scripts/replicate.py --seeds 300-302 --chapters 4
+
+runs each chapter's own notebook twice, on its own seeds and on ``--seeds``,
+and prints one line per claim: the claim, its value on the chapter's seeds,
+its value on the new seeds, and ``held`` or ``FAILED``. It exits with status 1
+if any claim failed on either. Chapter 4 trains its models in the notebook, so
+the new seeds go to it as ``MHA_SEEDS``. Chapter 5 reads its long runs from
+``mha_lib/results/ch5_experiment.json``: here every layer of those runs is
+trained again on the new seeds, at the learning rate the stored tuning seeds
+chose, by ``scripts/ch5_experiment.py``'s own functions, and the chapter reads
+them from a copy of the file (``MHA_RESULTS``) in which they replace the
+reported seeds. Those trainings are kept in a partial file, so a run that
+stops resumes. Each chapter records its claims through ``MHA_CLAIMS`` (see
+``mha_lib.replication``). Chapter 7's claims rest on runs of 1,500 steps of a
+language model (minutes per seed and variant on a CPU), so none is re-trained
+here; Chapter 7 re-trains a subset of its stored runs itself.
+
+With ``--store`` the run is written to ``mha_lib/results/replication.json``,
+which the two chapters show.
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+import mha_lib
+from mha_lib import results
+from mha_lib.replication import CLAIMS_VARIABLE, SEEDS_VARIABLE, parse_seeds
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import ch5_experiment  # noqa: E402  (the long runs' own code and settings)
+
+CHAPTERS = {
+    4: ROOT / "notebooks" / "04_heads_differ.ipynb",
+    5: ROOT / "notebooks" / "05_chunked_standard_wide.ipynb",
+}
+
+
+def run_chapter(path, environment):
+    """Execute the notebook at ``path`` with ``environment`` added; returns
+    the claims it recorded (``claim``, ``detail``, ``held``)."""
+    with tempfile.TemporaryDirectory() as folder:
+        record = Path(folder) / "claims.jsonl"
+        saved = dict(os.environ)
+        os.environ.update(environment, **{CLAIMS_VARIABLE: str(record)})
+        try:
+            notebook = nbformat.read(path, as_version=4)
+            NotebookClient(
+                notebook,
+                timeout=3600,
+                kernel_name="python3",
+                resources={"metadata": {"path": str(path.parent)}},
+            ).execute()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        lines = record.read_text().splitlines() if record.exists() else []
+    return [json.loads(line) for line in lines]
+
+
+def ch5_on_new_seeds(seeds, folder, device):
+    """Chapter 5's results file with every long-run layer trained again on
+    ``seeds`` at its chosen rate, in place of the reported seeds."""
+    stored = results.load("ch5_experiment")
+    data = stored["data"]
+    settings = data["settings"]
+    tuning = set(settings["tuning_seeds"])
+    by_layer = {}
+    for record in data["long"]:
+        by_layer.setdefault((record["task"], record["layer"]), []).append(
+            record
+        )
+    # kept beside the stored results (ignored by git), so a stopped run resumes
+    parts = results.Parts(f"replication-ch5-{seeds[0]}-{seeds[-1]}")
+    new_long = []
+    for (task_name, label), records in by_layer.items():
+        tuned = [r for r in records if r["seed"] in tuning]
+        lr = ch5_experiment.best_rate(tuned)
+        sizes = layer_sizes(records[0])
+        new_long += tuned
+        new_long += parts.get(
+            f"{task_name} | {label} | {lr}",
+            lambda t=task_name, s=sizes, lr=lr: ch5_experiment.long_runs(
+                t, s, seeds, lr, device
+            ),
+        )
+    data = dict(data, long=new_long)
+    data["settings"] = dict(settings, reported_seeds=seeds)
+    results.save(
+        "ch5_experiment",
+        data,
+        device=device,
+        seconds=parts.seconds,
+        folder=folder,
+    )
+
+
+def layer_sizes(record):
+    """The ``AttentionSpec`` sizes of a stored record."""
+    sizes = dict(num_heads=record["heads"])
+    if record["kind"] == "chunked":
+        return dict(sizes, chunked=True)
+    if record["kind"] != "standard":
+        sizes["head_dim"] = record["head_dim"]
+        if record["value_dim"] != record["head_dim"]:
+            sizes["value_dim"] = record["value_dim"]
+    return sizes
+
+
+def compare(chapter, own, new):
+    """One row per claim: the two runs' claims matched in order."""
+    if [c["claim"] for c in own] != [c["claim"] for c in new]:
+        raise RuntimeError(
+            f"Chapter {chapter} checked different claims on the new seeds; "
+            "a claim's text must not depend on the seeds"
+        )
+    return [
+        {
+            "chapter": chapter,
+            "claim": a["claim"],
+            "chapter_seeds": a["detail"],
+            "new_seeds": b["detail"],
+            "held_on_chapter_seeds": a["held"],
+            "held": b["held"],
+        }
+        for a, b in zip(own, new)
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", required=True, help="e.g. 100-119")
+    parser.add_argument("--chapters", default="4,5", help="e.g. 4 or 4,5")
+    parser.add_argument("--store", action="store_true")
+    args = parser.parse_args()
+    seeds = parse_seeds(args.seeds)
+    chapters = [int(c) for c in args.chapters.split(",")]
+    if not set(chapters) <= set(CHAPTERS):
+        parser.error(f"--chapters: choose among {sorted(CHAPTERS)}")
+    device = mha_lib.pick_device()
+    begun = time.time()
+    rows = []
+    work = Path(tempfile.mkdtemp(prefix="replicate-"))
+    for chapter in chapters:
+        environment = {SEEDS_VARIABLE: args.seeds}
+        if chapter == 5:
+            ch5_on_new_seeds(seeds, work, device)
+            environment = {"MHA_RESULTS": str(work)}
+        own = run_chapter(CHAPTERS[chapter], {})
+        new = run_chapter(CHAPTERS[chapter], environment)
+        rows += compare(chapter, own, new)
+    width = max(len(row["claim"]) for row in rows)
+    for row in rows:
+        verdict = "held" if row["held"] else "FAILED"
+        if not row["held_on_chapter_seeds"]:
+            verdict += " (and FAILED on the chapter's seeds)"
+        print(
+            f"Ch {row['chapter']}  {row['claim']:{width}s} | "
+            f"{row['chapter_seeds']} | {row['new_seeds']} | {verdict}"
+        )
+    failed = [
+        r for r in rows if not (r["held"] and r["held_on_chapter_seeds"])
+    ]
+    print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
+    if args.store:
+        data = {"seeds": seeds, "chapters": chapters, "claims": rows}
+        results.save(
+            "replication", data, device=device, seconds=time.time() - begun
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
