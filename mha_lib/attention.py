@@ -14,12 +14,12 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .checks import check_tensor
+from .checks import check_bool, check_tensor
 
 
-def check_inputs(query, key, value, d_model):
-    """Check ``(batch, seq, d_model)`` inputs; ``key``/``value`` default to
-    ``query``."""
+def check_inputs(query, key, value, d_model, dtype):
+    """Check ``(batch, seq, d_model)`` inputs of the layer's ``dtype``;
+    ``key``/``value`` default to ``query``."""
     key = query if key is None else key
     value = key if value is None else value
     for name, tensor in (("query", query), ("key", key), ("value", value)):
@@ -42,6 +42,14 @@ def check_inputs(query, key, value, d_model):
         if not tensor.is_floating_point():
             raise TypeError(
                 f"{name} must be a floating-point tensor, got {tensor.dtype}"
+            )
+        # autocast casts the inputs of each product itself
+        autocast = torch.is_autocast_enabled(tensor.device.type)
+        if tensor.dtype != dtype and not autocast:
+            raise TypeError(
+                f"{name} has dtype {tensor.dtype}, but the layer's weights "
+                f"are {dtype}; cast the input with .to({dtype}) or the layer "
+                f"with .to({tensor.dtype})"
             )
     if not (query.shape[0] == key.shape[0] == value.shape[0]):
         raise ValueError(
@@ -98,6 +106,7 @@ def build_mask(
     n_query, n_key)`` also works); ``key_padding_mask`` is ``(batch, n_key)``;
     ``is_causal`` hides keys after the query's index.
     """
+    check_bool("is_causal", is_causal)
     logit_mask = None
     if attn_mask is not None:
         additive = _as_additive(attn_mask, "attn_mask", dtype, device)
@@ -166,6 +175,7 @@ def attend(
     weights (batch, heads, n_query, n_key) or None)``. Without ``need_weights``
     it calls ``F.scaled_dot_product_attention`` (fused kernels).
     """
+    check_bool("need_weights", need_weights)
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     group = q.shape[1] // k.shape[1]
     if group > 1:

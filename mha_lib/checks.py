@@ -1,24 +1,53 @@
 """Input checks shared by the library: every bad argument gets a message that
 says what was wrong and what was expected."""
 
+import math
+import numbers
+
 import torch
 
 
 def check_int(name, value):
-    """Raise ``TypeError`` unless ``value`` is an int (``bool`` is refused);
-    returns it."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """Raise ``TypeError`` unless ``value`` is an integer (a NumPy integer is
+    one, ``bool`` is not); returns it as a Python ``int``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
             f"{name} must be an int, got {type(value).__name__} ({value!r})"
         )
-    return value
+    return int(value)
 
 
 def check_positive_int(name, value):
     """Raise unless ``value`` is an int > 0; returns it."""
-    if check_int(name, value) <= 0:
+    value = check_int(name, value)
+    if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value}")
     return value
+
+
+def check_bool(name, value):
+    """Raise ``TypeError`` unless ``value`` is ``True`` or ``False``: a string
+    such as ``"False"`` is truthy, so it would silently mean ``True``."""
+    if not isinstance(value, bool):
+        raise TypeError(
+            f"{name} must be True or False, got {type(value).__name__} "
+            f"({value!r})"
+        )
+    return value
+
+
+def check_positive_number(name, value):
+    """Raise unless ``value`` is a finite real number > 0 (``bool`` is
+    refused); returns it as a ``float``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name} must be a number, got {type(value).__name__} ({value!r})"
+        )
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(
+            f"{name} must be a positive, finite number, got {value!r}"
+        )
+    return float(value)
 
 
 def check_tensor(name, value):

@@ -6,7 +6,13 @@ query, key and value projections row-wise in ``in_proj_weight``: rows [q; k;
 v], each ``d_model`` rows, and inside each, head i owns rows
 ``i*head_dim:(i+1)*head_dim``. The output projection's head i block is the
 *columns* ``i*head_dim:(i+1)*head_dim`` of ``out_proj.weight``.
+
+Every conversion keeps the function: the logits' scale, the attention dropout
+and the training mode go across with the weights, or the conversion is
+refused.
 """
+
+import math
 
 import torch
 from torch import nn
@@ -20,11 +26,18 @@ def _copy(target, source):
         target.copy_(source)
 
 
+def _like(target, source):
+    """``target`` on ``source``'s device and dtype, in its training mode (the
+    mode decides whether dropout acts)."""
+    weight = next(source.parameters())
+    return target.to(weight.device, weight.dtype).train(source.training)
+
+
 def from_torch(torch_mha):
     """``nn.MultiheadAttention`` -> ``MultiHeadAttention`` computing the same
-    outputs.
+    outputs, with the same dropout.
 
-    Dropout is not carried over (compare in ``eval()`` mode). Layers with
+    Our layers are batch-first, so the torch layer must be too. Layers with
     ``kdim``/``vdim`` different from ``embed_dim``, ``add_bias_kv`` or
     ``add_zero_attn`` are refused.
     """
@@ -38,11 +51,22 @@ def from_torch(torch_mha):
         raise ValueError(
             "from_torch does not support add_bias_kv or add_zero_attn"
         )
+    if not torch_mha.batch_first:
+        raise ValueError(
+            "from_torch needs a torch layer built with batch_first=True: "
+            "mha_lib's layers read (batch, seq, d_model) and this one reads "
+            "(seq, batch, d_model), so the converted layer would compute "
+            "something else on the same tensor. Build "
+            "nn.MultiheadAttention(..., batch_first=True) and load this "
+            "layer's state_dict into it (the weights do not depend on the "
+            "layout), or transpose your inputs with .transpose(0, 1)"
+        )
     d_model, has_bias = torch_mha.embed_dim, torch_mha.in_proj_bias is not None
     weight = torch_mha.in_proj_weight
-    layer = MultiHeadAttention(d_model, torch_mha.num_heads, bias=has_bias).to(
-        weight.device, weight.dtype
+    layer = MultiHeadAttention(
+        d_model, torch_mha.num_heads, bias=has_bias, dropout=torch_mha.dropout
     )
+    layer = _like(layer, torch_mha)
     projections = (layer.q_proj, layer.k_proj, layer.v_proj)
     for proj, rows in zip(
         projections, weight.chunk(3, dim=0)
@@ -57,8 +81,8 @@ def from_torch(torch_mha):
 
 
 def to_torch(layer):
-    """``MultiHeadAttention`` (standard, no GQA) ->
-    ``nn.MultiheadAttention(batch_first=True)``."""
+    """``MultiHeadAttention`` (standard, no GQA, the default scale) ->
+    ``nn.MultiheadAttention(batch_first=True)`` with the same dropout."""
     check_instance(layer, MultiHeadAttention, "to_torch")
     standard = (
         layer.num_heads * layer.head_dim == layer.d_model
@@ -70,16 +94,25 @@ def to_torch(layer):
             "head_dim == d_model, "
             f"num_kv_heads == num_heads); got {layer.extra_repr()}"
         )
+    default_scale = layer.head_dim**-0.5
+    if not math.isclose(layer.spec.logit_scale, default_scale):
+        raise ValueError(
+            "nn.MultiheadAttention always scales the logits by 1 / "
+            f"sqrt(head_dim) = {default_scale:.6g}, and this layer uses "
+            f"scale={layer.spec.logit_scale:.6g}, so torch's layer would "
+            "compute another function. Keep the mha_lib layer, or fold the "
+            "scale into the queries first: multiply q_proj's weight and bias "
+            "by scale * sqrt(head_dim) in a layer built with scale=None"
+        )
     has_bias = layer.q_proj.bias is not None
-    weight = layer.q_proj.weight
     torch_mha = nn.MultiheadAttention(
         layer.d_model,
         layer.num_heads,
+        dropout=layer.spec.dropout,
         bias=has_bias,
         batch_first=True,
-        device=weight.device,
-        dtype=weight.dtype,
     )
+    torch_mha = _like(torch_mha, layer)
     projections = (layer.q_proj, layer.k_proj, layer.v_proj)
     # (3d, d)
     _copy(torch_mha.in_proj_weight, torch.cat([p.weight for p in projections]))
@@ -107,11 +140,15 @@ def to_per_head(layer):
             f"size); got {layer.extra_repr()}"
         )
     has_bias = layer.q_proj.bias is not None
-    weight = layer.q_proj.weight
     per_head = PerHeadAttention(
-        layer.d_model, layer.num_heads, head_dim=layer.head_dim, bias=has_bias
+        layer.d_model,
+        layer.num_heads,
+        head_dim=layer.head_dim,
+        bias=has_bias,
+        scale=layer.spec.scale,
+        dropout=layer.spec.dropout,
     )
-    per_head = per_head.to(weight.device, weight.dtype)
+    per_head = _like(per_head, layer)
     for name in ("q_proj", "k_proj", "v_proj"):
         fused = getattr(layer, name)
         # head_dim rows per head
@@ -141,14 +178,15 @@ def to_fused(per_head):
     back into one layer."""
     check_instance(per_head, PerHeadAttention, "to_fused")
     has_bias = per_head.out_bias is not None
-    weight = per_head.heads[0].q_proj.weight
     layer = MultiHeadAttention(
         per_head.d_model,
         per_head.num_heads,
         head_dim=per_head.head_dim,
         bias=has_bias,
+        scale=per_head.spec.scale,
+        dropout=per_head.spec.dropout,
     )
-    layer = layer.to(weight.device, weight.dtype)
+    layer = _like(layer, per_head)
     for name in ("q_proj", "k_proj", "v_proj"):
         parts = [getattr(head, name) for head in per_head.heads]
         _copy(

@@ -7,11 +7,17 @@ by its sizes. :func:`count_trainable` and :func:`counted_flops` measure real
 modules, so the formulas can be checked against them.
 """
 
+from torch import nn
+
 from .spec import AttentionSpec
 
 
 def count_trainable(module):
     """Count the trainable parameters of a real module."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(
+            f"module must be a torch.nn.Module, got {type(module).__name__}"
+        )
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
 
 

@@ -63,6 +63,10 @@ class _Heads(nn.Module):
             else ""
         )
 
+    def _check_inputs(self, query, key, value):
+        dtype = next(self.parameters()).dtype  # every weight has one dtype
+        return check_inputs(query, key, value, self.d_model, dtype)
+
     def _check_head_mask(self, head_mask, like):
         if head_mask is None:
             return None
@@ -118,7 +122,7 @@ class _FusedAttention(_Heads):
         ``head_mask`` of shape ``(num_heads,)`` scales each head's output
         before the output projection.
         """
-        query, key, value = check_inputs(query, key, value, self.d_model)
+        query, key, value = self._check_inputs(query, key, value)
         masks = self._masks(query, key, attn_mask, key_padding_mask, is_causal)
         head_mask = self._check_head_mask(head_mask, query)
         q, k, v = self.project(query, key, value)
@@ -133,10 +137,12 @@ class _FusedAttention(_Heads):
         )
         if head_mask is not None:
             heads = heads * head_mask.view(1, -1, 1, 1)
-        batch, _, n_query, _ = heads.shape
+        batch, num_heads, n_query, value_dim = heads.shape
         # (batch, heads, n_query, value_dim) -> (batch, n_query, heads *
-        # value_dim)
-        concat = heads.transpose(1, 2).reshape(batch, n_query, -1)
+        # value_dim); the width is given, as -1 is ambiguous for 0 elements
+        concat = heads.transpose(1, 2).reshape(
+            batch, n_query, num_heads * value_dim
+        )
         return self.out_proj(concat), weights
 
 
@@ -322,8 +328,8 @@ class AttentionHead(nn.Module):
 
     def __init__(self, d_model, head_dim, bias=True):
         super().__init__()
-        self.d_model = check_positive_int("d_model", d_model)
-        self.head_dim = check_positive_int("head_dim", head_dim)
+        self.d_model = d_model = check_positive_int("d_model", d_model)
+        self.head_dim = head_dim = check_positive_int("head_dim", head_dim)
         self.q_proj = Linear(d_model, head_dim, bias=bias)
         self.k_proj = Linear(d_model, head_dim, bias=bias)
         self.v_proj = Linear(d_model, head_dim, bias=bias)
@@ -346,7 +352,9 @@ class AttentionHead(nn.Module):
     ):
         """``(contribution (batch, n_query, d_model), weights (batch, n_query,
         n_key) | None)``."""
-        query, key, value = check_inputs(query, key, value, self.d_model)
+        query, key, value = check_inputs(
+            query, key, value, self.d_model, self.q_proj.weight.dtype
+        )
         masks = build_mask(
             attn_mask,
             key_padding_mask,
@@ -363,26 +371,36 @@ class AttentionHead(nn.Module):
         )
 
     def contribution(
-        self, query, key, value, logit_mask, dead_rows, *, need_weights
+        self,
+        query,
+        key,
+        value,
+        logit_mask,
+        dead_rows,
+        *,
+        need_weights,
+        scale=None,
+        dropout=0.0,
     ):
         """The head's term of the layer's output, from checked inputs and built
         masks.
 
         ``logit_mask`` and ``dead_rows`` are this head's parts of
         :func:`build_mask`'s output, ``(batch or 1, 1, n_query, ...)``, or
-        ``None``.
+        ``None``. ``scale`` and ``dropout`` are the layer's (default ``1 /
+        sqrt(head_dim)`` and none).
         """
         q = self.q_proj(query).unsqueeze(1)  # (batch, 1, n_query, head_dim)
         k = self.k_proj(key).unsqueeze(1)  # (batch, 1, n_key, head_dim)
         v = self.v_proj(value).unsqueeze(1)
-        scale = self.head_dim**-0.5
         out, weights = attend(
             q,
             k,
             v,
             logit_mask,
             dead_rows,
-            scale=scale,
+            scale=self.head_dim**-0.5 if scale is None else scale,
+            dropout=dropout,
             need_weights=need_weights,
         )
         # (batch, n_query, d_model)
@@ -395,13 +413,29 @@ class PerHeadAttention(_Heads):
     :class:`AttentionHead` modules.
 
     Each head reads the whole input; the layer's output is the sum of the
-    heads' contributions plus one shared bias. Same ``forward`` as
-    :class:`MultiHeadAttention`.
+    heads' contributions plus one shared bias. Same ``forward``, ``scale``
+    and ``dropout`` as :class:`MultiHeadAttention`.
     """
 
-    def __init__(self, d_model, num_heads, *, head_dim=None, bias=True):
+    def __init__(
+        self,
+        d_model,
+        num_heads,
+        *,
+        head_dim=None,
+        bias=True,
+        scale=None,
+        dropout=0.0,
+    ):
         super().__init__(
-            AttentionSpec(d_model, num_heads, head_dim=head_dim, bias=bias)
+            AttentionSpec(
+                d_model,
+                num_heads,
+                head_dim=head_dim,
+                bias=bias,
+                scale=scale,
+                dropout=dropout,
+            )
         )
         self.heads = nn.ModuleList(
             AttentionHead(d_model, self.head_dim, bias)
@@ -421,7 +455,7 @@ class PerHeadAttention(_Heads):
         need_weights=False,
         head_mask=None,
     ):
-        query, key, value = check_inputs(query, key, value, self.d_model)
+        query, key, value = self._check_inputs(query, key, value)
         logit_mask, dead_rows = self._masks(
             query, key, attn_mask, key_padding_mask, is_causal
         )
@@ -438,6 +472,8 @@ class PerHeadAttention(_Heads):
                 _head_part(logit_mask, index),
                 _head_part(dead_rows, index),
                 need_weights=need_weights,
+                scale=self.spec.logit_scale,
+                dropout=self.spec.dropout if self.training else 0.0,
             )
             if head_mask is not None:
                 contribution = contribution * head_mask[index]

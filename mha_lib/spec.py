@@ -10,9 +10,10 @@ layer is added here and nowhere else.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
-from .checks import check_positive_int
+from .checks import check_positive_int, check_positive_number
 
 KINDS = ("chunked", "standard", "wide", "sized")
 
@@ -24,8 +25,8 @@ def resolve_heads(d_model, num_heads, head_dim=None, num_kv_heads=None):
     ``head_dim=None`` is the standard split ``d_model // num_heads``;
     ``num_kv_heads=None`` gives every query head its own key/value head.
     """
-    check_positive_int("d_model", d_model)
-    check_positive_int("num_heads", num_heads)
+    d_model = check_positive_int("d_model", d_model)
+    num_heads = check_positive_int("num_heads", num_heads)
     if head_dim is None:
         if d_model % num_heads:
             raise ValueError(
@@ -35,10 +36,10 @@ def resolve_heads(d_model, num_heads, head_dim=None, num_kv_heads=None):
                 "or pass head_dim explicitly"
             )
         head_dim = d_model // num_heads
-    check_positive_int("head_dim", head_dim)
+    head_dim = check_positive_int("head_dim", head_dim)
     if num_kv_heads is None:
         num_kv_heads = num_heads
-    check_positive_int("num_kv_heads", num_kv_heads)
+    num_kv_heads = check_positive_int("num_kv_heads", num_kv_heads)
     if num_heads % num_kv_heads:
         raise ValueError(
             f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}: "
@@ -98,19 +99,23 @@ class AttentionSpec:
                 )
         value_dim = self.value_dim
         value_dim = head_dim if value_dim is None else value_dim
-        check_positive_int("value_dim", value_dim)
-        if not (
-            isinstance(self.dropout, (int, float)) and 0 <= self.dropout < 1
+        value_dim = check_positive_int("value_dim", value_dim)
+        if isinstance(self.dropout, bool) or not isinstance(
+            self.dropout, numbers.Real
         ):
+            raise TypeError(
+                "dropout must be a number, got "
+                f"{type(self.dropout).__name__} ({self.dropout!r})"
+            )
+        if not 0 <= self.dropout < 1:
             raise ValueError(
                 f"dropout must be a probability in [0, 1), got {self.dropout}"
             )
-        if self.scale is not None and not (
-            isinstance(self.scale, (int, float)) and self.scale > 0
-        ):
-            raise ValueError(
-                f"scale must be a positive number or None, got {self.scale!r}"
-            )
+        if self.scale is not None:
+            check_positive_number("scale", self.scale)
+        # sizes are stored as Python ints, whatever integer type was given
+        object.__setattr__(self, "d_model", int(self.d_model))
+        object.__setattr__(self, "num_heads", int(self.num_heads))
         object.__setattr__(self, "head_dim", head_dim)
         object.__setattr__(self, "value_dim", value_dim)
         object.__setattr__(self, "num_kv_heads", num_kv_heads)

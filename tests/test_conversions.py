@@ -128,6 +128,18 @@ def test_interleaved_layout_converts_to_stacked():
             "add_bias_kv",
         ),
         (
+            lambda: mha_lib.from_torch(nn.MultiheadAttention(8, 2)),
+            ValueError,
+            r"batch_first=True.*\(seq, batch, d_model\).*transpose",
+        ),
+        (
+            lambda: mha_lib.to_torch(
+                mha_lib.MultiHeadAttention(8, 2, scale=0.2)
+            ),
+            ValueError,
+            r"1 / sqrt\(head_dim\) = 0.5, and this layer uses scale=0.2",
+        ),
+        (
             lambda: mha_lib.to_torch(
                 mha_lib.MultiHeadAttention(8, 2, head_dim=8)
             ),
@@ -163,3 +175,39 @@ def test_interleaved_layout_converts_to_stacked():
 def test_bad_conversions(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+def test_per_head_and_fused_keep_a_custom_scale_and_dropout():
+    torch.manual_seed(0)
+    layer = mha_lib.MultiHeadAttention(16, 4, scale=0.2, dropout=0.1).eval()
+    per_head = mha_lib.to_per_head(layer)
+    back = mha_lib.to_fused(per_head)
+    assert per_head.spec.scale == back.spec.scale == 0.2
+    assert per_head.spec.dropout == back.spec.dropout == 0.1
+    assert back.spec == layer.spec, "the round trip changed the layer"
+    assert not per_head.training and not back.training, (
+        "the training mode, which decides whether dropout acts, was lost"
+    )
+    query, key, value = inputs(2, 5, 6, 16)
+    expected, expected_weights = layer(query, key, value, need_weights=True)
+    for model in (per_head, back):
+        output, weights = model(query, key, value, need_weights=True)
+        torch.testing.assert_close(output, expected, atol=ATOL, rtol=0)
+        torch.testing.assert_close(
+            weights, expected_weights, atol=ATOL, rtol=0
+        )
+    per_head.train()
+    assert not torch.equal(per_head(query)[0], per_head(query)[0]), (
+        "the per-head layer's dropout does not act in training"
+    )
+
+
+def test_torch_layers_keep_their_dropout_both_ways():
+    reference = nn.MultiheadAttention(8, 2, dropout=0.1, batch_first=True)
+    ours = mha_lib.from_torch(reference.eval())
+    assert ours.spec.dropout == 0.1 and not ours.training
+    back = mha_lib.to_torch(ours.train())
+    assert back.dropout == 0.1 and back.training
+    # the default scale written out is the default scale
+    explicit = mha_lib.MultiHeadAttention(8, 2, scale=4**-0.5)
+    assert mha_lib.to_torch(explicit).batch_first

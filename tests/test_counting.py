@@ -155,3 +155,9 @@ def test_value_dim_formula_and_flops_match_real_modules(head_dim, value_dim):
     assert flops["mixing"] == 2 * 4 * 10 * 10 * value_dim
     with pytest.raises(ValueError, match="chunked layer fixes"):
         mha_lib.parameter_count(32, 4, value_dim=2, chunked=True)
+
+
+def test_counting_a_module_refuses_what_is_not_one():
+    for bad in ("x", nn.MultiheadAttention):  # a string, a class
+        with pytest.raises(TypeError, match="module must be a torch.nn.Mod"):
+            mha_lib.count_trainable(bad)

@@ -455,3 +455,90 @@ def test_value_dim_defaults_to_head_dim_and_is_checked():
         mha_lib.to_per_head(sized)
     with pytest.raises(ValueError, match="standard layer"):
         mha_lib.to_torch(mha_lib.MultiHeadAttention(16, 4, value_dim=8))
+
+
+def layer_of_kind(kind):
+    torch.manual_seed(0)
+    fused = mha_lib.MultiHeadAttention(16, 4)
+    return {
+        "fused": fused,
+        "per-head": mha_lib.to_per_head(fused),
+        "chunked": mha_lib.ChunkedAttention(16, 4),
+        "one head": mha_lib.to_per_head(fused).heads[0],
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["fused", "per-head", "chunked", "one head"])
+@pytest.mark.parametrize(
+    "call,error,words",
+    [
+        (
+            lambda layer: layer(X.double()),
+            TypeError,
+            r"query has dtype torch.float64, but the layer's weights are "
+            r"torch.float32; cast the input with .to\(torch.float32\)",
+        ),
+        (
+            lambda layer: layer(X.bfloat16()),
+            TypeError,
+            "query has dtype torch.bfloat16.*torch.float32",
+        ),
+        (
+            lambda layer: layer(X, X.double()),
+            TypeError,
+            "key has dtype torch.float64",
+        ),
+        (
+            lambda layer: layer(X, is_causal="no"),
+            TypeError,
+            r"is_causal must be True or False, got str \('no'\)",
+        ),
+        (
+            lambda layer: layer(X, need_weights="False"),
+            TypeError,
+            r"need_weights must be True or False, got str \('False'\)",
+        ),
+    ],
+)
+def test_wrong_dtypes_and_flags_are_refused_by_every_layer(
+    kind, call, error, words
+):
+    with pytest.raises(error, match=words):
+        call(layer_of_kind(kind))
+
+
+def test_a_float64_layer_asks_for_float64_input():
+    layer = mha_lib.MultiHeadAttention(16, 4).double()
+    with pytest.raises(TypeError, match="cast the input with .to\\(torch.f"):
+        layer(X)
+    assert layer(X.double())[0].dtype == torch.float64
+
+
+@pytest.mark.parametrize("kind", ["fused", "per-head", "chunked"])
+@pytest.mark.parametrize(
+    "batch,n_query,n_key", [(0, 3, 3), (2, 0, 3), (2, 0, 0), (2, 3, 0)]
+)
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_empty_batches_and_sequences_give_empty_outputs_like_torch(
+    kind, batch, n_query, n_key, need_weights
+):
+    """nn.MultiheadAttention returns an empty output for an empty batch or
+    query sequence; with no keys at all every query attends to nothing,
+    so the output is the output bias, as for a fully masked row."""
+    reference, fused = reference_pair(16, 4)
+    layer = {
+        "fused": fused,
+        "per-head": mha_lib.to_per_head(fused),
+        "chunked": mha_lib.ChunkedAttention(16, 4),
+    }[kind]
+    query, key, value = inputs(batch, n_query, n_key, 16)
+    output, weights = layer(query, key, value, need_weights=need_weights)
+    assert output.shape == (batch, n_query, 16)
+    if need_weights:
+        assert weights.shape == (batch, 4, n_query, n_key)
+    if n_key == 0:
+        bias = layer.out_proj.bias if kind != "per-head" else layer.out_bias
+        torch.testing.assert_close(output, bias.expand_as(output))
+    if kind != "chunked":
+        expected, _ = reference(query, key, value)
+        torch.testing.assert_close(output, expected, atol=ATOL, rtol=0)

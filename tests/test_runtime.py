@@ -1,5 +1,8 @@
 """Device choice and seeding."""
 
+import contextlib
+
+import numpy
 import pytest
 import torch
 
@@ -36,16 +39,86 @@ def test_pick_device_honours_the_environment(monkeypatch):
         mha_lib.pick_device("cuda")
 
 
-def test_pick_device_chooses_cuda_when_present_and_pins_tf32_off(monkeypatch):
+@contextlib.contextmanager
+def pretend_cuda():
+    """CUDA reported present and TF32 switched on, all restored afterwards.
+
+    Saved and restored by hand: the TF32 flags are properties of torch's
+    backend modules, which ``monkeypatch`` cannot always undo, and a failed
+    undo would leave CUDA "present" for every later test.
+    """
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = (torch.cuda.is_available, matmul.allow_tf32, cudnn.allow_tf32)
+    try:
+        torch.cuda.is_available = lambda: True
+        matmul.allow_tf32 = cudnn.allow_tf32 = True
+        yield
+    finally:
+        torch.cuda.is_available = saved[0]
+        matmul.allow_tf32, cudnn.allow_tf32 = saved[1:]
+
+
+def test_pick_device_chooses_cuda_when_present_and_pins_tf32_off(
+    monkeypatch,
+):
     monkeypatch.delenv("MHA_DEVICE", raising=False)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", True)
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", True)
-    assert mha_lib.pick_device() == torch.device("cuda")
-    assert (
-        not torch.backends.cuda.matmul.allow_tf32
-        and not torch.backends.cudnn.allow_tf32
+    monkeypatch.delenv("NVIDIA_TF32_OVERRIDE", raising=False)
+    with pretend_cuda():
+        assert mha_lib.pick_device() == torch.device("cuda")
+        assert (
+            not torch.backends.cuda.matmul.allow_tf32
+            and not torch.backends.cudnn.allow_tf32
+        )
+        monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
+        with pytest.warns(UserWarning, match="NVIDIA_TF32_OVERRIDE"):
+            mha_lib.pick_device("cuda")
+
+
+def test_pretending_cuda_leaves_nothing_behind():
+    real = torch.cuda.is_available
+    flags = (
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.backends.cudnn.allow_tf32,
     )
-    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
-    with pytest.warns(UserWarning, match="NVIDIA_TF32_OVERRIDE"):
-        mha_lib.pick_device("cuda")
+    with pytest.raises(RuntimeError, match="inside"):
+        with pretend_cuda():
+            assert torch.cuda.is_available()
+            raise RuntimeError("a failure inside the test")
+    assert torch.cuda.is_available is real
+    assert flags == (
+        torch.backends.cuda.matmul.allow_tf32,
+        torch.backends.cudnn.allow_tf32,
+    )
+
+
+@pytest.mark.parametrize(
+    "prefer,error,words",
+    [
+        (0, TypeError, "prefer must be 'cpu', 'cuda', 'cuda:N' or a torch"),
+        (True, TypeError, "prefer must be"),
+        ("mps", ValueError, "prefer must be 'cpu', 'cuda' or 'cuda:N'"),
+        ("meta", ValueError, "got 'meta'"),
+        ("gpu", ValueError, "got 'gpu'"),
+        (torch.device("meta"), ValueError, "prefer must be"),
+    ],
+)
+def test_pick_device_refuses_devices_the_course_does_not_run_on(
+    prefer, error, words
+):
+    with pytest.raises(error, match=words):
+        mha_lib.pick_device(prefer)
+
+
+def test_pick_device_checks_the_environment_variable(monkeypatch):
+    monkeypatch.setenv("MHA_DEVICE", "mps")
+    with pytest.raises(ValueError, match="MHA_DEVICE must be 'cpu'"):
+        mha_lib.pick_device()
+    assert mha_lib.pick_device(torch.device("cpu")) == torch.device("cpu")
+
+
+def test_seed_everything_takes_numpy_integers():
+    first = mha_lib.seed_everything(numpy.int64(3))
+    draws = torch.rand(3)
+    assert first == 3 and type(first) is int
+    mha_lib.seed_everything(3)
+    assert torch.equal(torch.rand(3), draws)

@@ -1,6 +1,9 @@
 """One description of a layer: sizes checked, kinds named, module and costs
 from one place."""
 
+import math
+
+import numpy
 import pytest
 
 import mha_lib
@@ -62,6 +65,26 @@ from mha_lib.spec import AttentionSpec
             "scale must be a positive",
         ),
         (
+            lambda: AttentionSpec(16, 4, scale=math.inf),
+            ValueError,
+            "scale must be a positive, finite number, got inf",
+        ),
+        (
+            lambda: mha_lib.MultiHeadAttention(16, 4, scale=math.nan),
+            ValueError,
+            "scale must be a positive, finite number, got nan",
+        ),
+        (
+            lambda: AttentionSpec(16, 4, scale=True),
+            TypeError,
+            r"scale must be a number, got bool \(True\)",
+        ),
+        (
+            lambda: AttentionSpec(16, 4, dropout=True),
+            TypeError,
+            "dropout must be a number, got bool",
+        ),
+        (
             lambda: AttentionSpec.named("narrow", 16, 4),
             ValueError,
             "kind must be one of",
@@ -116,3 +139,16 @@ def test_defaults_are_filled_in_so_equal_layers_compare_equal():
     )
     assert AttentionSpec(32, 8).logit_scale == 4**-0.5
     assert AttentionSpec(32, 8, scale=0.1).logit_scale == 0.1
+
+
+def test_numpy_integers_are_sizes_stored_as_ints():
+    sizes = numpy.arange(1, 65)  # sizes picked from a NumPy array
+    spec = AttentionSpec(sizes[31], sizes[3], num_kv_heads=sizes[1])
+    assert spec == AttentionSpec(32, 4, num_kv_heads=2)
+    assert all(
+        type(size) is int
+        for size in (spec.d_model, spec.num_heads, spec.head_dim)
+    )
+    layer = mha_lib.MultiHeadAttention(sizes[15], sizes[1])
+    assert layer.q_proj.weight.shape == (16, 16)
+    assert mha_lib.parameter_count(sizes[15], sizes[1]) == 4 * 16**2 + 4 * 16
