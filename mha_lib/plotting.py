@@ -373,22 +373,6 @@ def _as_array(values, dims, caller, shape):
     return values
 
 
-def markdown_table(header, rows):
-    """A Markdown table of ``rows`` (lists of cells) under ``header``, for
-    ``IPython.display.display``. A ``|`` inside a cell is escaped, so it
-    stays in its cell."""
-    from IPython.display import Markdown
-
-    def line(cells):
-        return (
-            "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
-        )
-
-    lines = [line(header), "|" + "---|" * len(header)]
-    lines += [line(row) for row in rows]
-    return Markdown("\n".join(lines))
-
-
 LAYER_STYLES = {
     "chunked": dict(marker="^", color="C2"),
     "standard": dict(marker="o", color="C0"),

@@ -72,17 +72,6 @@ def test_quality_vs_cost_draws_one_point_per_layer_and_a_table_renders():
     assert medians == pytest.approx([0.2, 0.2, 0.2]), (
         "one median point per layer"
     )
-    table = plotting.markdown_table(["a", "b"], [[1, 2], [3, 4]]).data
-    assert table.splitlines() == [
-        "| a | b |",
-        "|---|---|",
-        "| 1 | 2 |",
-        "| 3 | 4 |",
-    ]
-    escaped = plotting.markdown_table(["rule"], [["NOUN|PROPN"]]).data
-    assert escaped.splitlines()[-1] == "| NOUN\\|PROPN |", (
-        "| stays in its cell"
-    )
 
 
 def test_heatmaps_draw_and_check_their_input():
