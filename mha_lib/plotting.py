@@ -12,6 +12,8 @@ import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from .spec import NAMED_KINDS
+
 BOOK_STYLE = {
     "figure.figsize": (6.4, 4.0),
     "figure.dpi": 100,
@@ -373,11 +375,15 @@ def _as_array(values, dims, caller, shape):
     return values
 
 
-LAYER_STYLES = {
-    "chunked": dict(marker="^", color="C2"),
-    "standard": dict(marker="o", color="C0"),
-    "wide": dict(marker="s", color="C3"),
-}
+def layer_styles():
+    """``{kind: matplotlib style}``, one per kind of
+    :data:`mha_lib.spec.NAMED_KINDS` in its order (chunked, standard, wide,
+    then any kind added there)."""
+    markers, colours = "^osDvPX*", ("C2", "C0", "C3", "C1", "C4", "C5", "C6")
+    return {
+        kind: dict(marker=marker, color=colour)
+        for kind, marker, colour in zip(NAMED_KINDS, markers, colours)
+    }
 
 
 COSTS = (
@@ -392,12 +398,13 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
 
     ``records``: dicts with ``kind``, ``heads``, ``head_size``, ``params``,
     ``flops`` and ``loss`` (one per seed, already at the learning rate chosen
-    for that layer). Kinds in :data:`LAYER_STYLES` are drawn in colour and
+    for that layer). Kinds in :func:`layer_styles` are drawn in colour and
     joined across head counts, each point labelled with its number of heads;
     any other kind is a grey dot. Bars span the quartiles over seeds.
     """
     import numpy as np
 
+    styles = layer_styles()
     groups = {}
     for record in records:
         key = (record["kind"], record["heads"], record["head_size"])
@@ -417,7 +424,7 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
             losses = np.array([record["loss"] for record in group])
             q1, median, q3 = np.quantile(losses, [0.25, 0.5, 0.75])
             x = group[0][cost]
-            style = LAYER_STYLES.get(kind, dict(marker=".", color="0.6"))
+            style = styles.get(kind, dict(marker=".", color="0.6"))
             ax.plot(
                 [x, x],
                 [q1, q3],
@@ -429,10 +436,10 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
                 x,
                 median,
                 linestyle="none",
-                markersize=8 if kind in LAYER_STYLES else 7,
+                markersize=8 if kind in styles else 7,
                 **style,
             )
-            if kind in LAYER_STYLES:
+            if kind in styles:
                 families.setdefault(kind, []).append((x, median))
                 ax.annotate(
                     f"{heads}",
@@ -453,14 +460,12 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
                 )
         for kind, points in families.items():
             points.sort()
-            ax.plot(
-                *zip(*points), color=LAYER_STYLES[kind]["color"], alpha=0.6
-            )
+            ax.plot(*zip(*points), color=styles[kind]["color"], alpha=0.6)
         for (
             kind,
             style,
         ) in (
-            LAYER_STYLES.items()
+            styles.items()
         ):  # legend entries, also for kinds absent from this panel
             ax.plot(
                 [],
