@@ -494,3 +494,74 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
     if title:
         axes[0].figure.suptitle(title)
     return axes
+
+
+FAMILY_STYLES = (("C0", "o"), ("C1", "^"), ("C3", "s"), ("C2", "D"))
+
+
+def families_vs_cost(families, *, ylabel, ticks=None):
+    """Quality against cost for families of variants, one panel per cost
+    (Chapter 7); returns the axes.
+
+    ``families``: ``{family: [(label, {cost: x}, [value per seed]), ...]}``,
+    each variant's ``label`` written beside its point (``None``: no label).
+    Each point is the median over seeds, its bar the range. Families take the
+    colours and markers of :data:`FAMILY_STYLES` in order; the costs are log
+    axes, with ``ticks`` (``{cost: [values]}``) labelled where given.
+    """
+    import statistics
+
+    if not 0 < len(families) <= len(FAMILY_STYLES):
+        raise ValueError(
+            f"families_vs_cost draws 1 to {len(FAMILY_STYLES)} families, got "
+            f"{len(families)}"
+        )
+    cost_names = list(next(iter(families.values()))[0][1])
+    figure, axes = plt.subplots(
+        1, len(cost_names), figsize=(10, 4.6), sharey=True, squeeze=False
+    )
+    axes = axes[0]
+    for ax, cost in zip(axes, cost_names):
+        for (family, variants), (colour, marker) in zip(
+            families.items(), FAMILY_STYLES
+        ):
+            xs = [costs[cost] for _, costs, _ in variants]
+            values = [values for _, _, values in variants]
+            middles = [statistics.median(v) for v in values]
+            ax.errorbar(
+                xs,
+                middles,
+                yerr=[
+                    [m - min(v) for m, v in zip(middles, values)],
+                    [max(v) - m for m, v in zip(middles, values)],
+                ],
+                fmt=marker,
+                color=colour,
+                label=family,
+                capsize=3,
+            )
+            for x, y, (label, _, _) in zip(xs, middles, variants):
+                if label is not None:
+                    ax.annotate(
+                        label,
+                        (x, y),
+                        textcoords="offset points",
+                        xytext=(6, 4),
+                        fontsize=10,
+                        color=colour,
+                    )
+        ax.set(xscale="log", xlabel=cost)
+        if ticks and cost in ticks:
+            ax.set_xticks(ticks[cost], [f"{t:g}" for t in ticks[cost]])
+            ax.set_xticks([], minor=True)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel(ylabel)
+    figure.legend(
+        *axes[0].get_legend_handles_labels(),
+        loc="lower center",
+        ncol=2,
+        frameon=False,
+        fontsize=10,
+    )
+    figure.tight_layout(rect=(0, 0.12, 1, 1))
+    return axes
