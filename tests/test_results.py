@@ -78,7 +78,7 @@ def test_an_intact_file_loads(tmp_path):
 def test_a_truncated_file_names_itself_and_its_command(tmp_path):
     path = saved(tmp_path)
     text = path.read_text()
-    path.write_text(text[: len(text) // 2])
+    path.write_text(text[:-20])  # cut short, as by a full disk
     with pytest.raises(results.DamagedResults) as error:
         results.load("run", folder=tmp_path)
     message = str(error.value)
