@@ -18,7 +18,7 @@ import argparse
 
 import mha_lib
 from mha_lib.tasks import OffsetCopy
-from mha_lib.timing import seconds, summarize
+from mha_lib.timing import summarize, time_round_robin
 from mha_lib.training import train_from_seed, train_seeds
 
 TASK = OffsetCopy(offsets=(1, 2, 4, 7), seq_len=16, d_in=4)
@@ -47,16 +47,13 @@ def compare(members=(1, 5, 20), steps=250, repeats=3, device=None, batch=32):
         runs.values()
     ):  # warm-up: first calls pay for lazy imports and kernel set-up
         run(min(members))
-    times = {m: {name: [] for name in runs} for m in members}
-    for repeat in range(repeats):
-        order = list(runs.items())
-        if repeat % 2:
-            order.reverse()
-        for m in members:
-            for name, run in order:
-                times[m][name].append(
-                    seconds(lambda run=run, m=m: run(m), device)
-                )
+    steps = {
+        (m, name): lambda run=run, m=m: run(m)
+        for m in members
+        for name, run in runs.items()
+    }
+    timed = time_round_robin(steps, device, repeats=repeats, warmup=0)
+    times = {m: {name: timed[m, name] for name in runs} for m in members}
     return str(device), times
 
 

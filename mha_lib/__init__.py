@@ -18,14 +18,18 @@ One idea per module:
 - ``checks``: input checks with messages that say what was expected.
 - ``runtime``: the device and the seeds.
 - ``report``: what a chapter reports to the book (glued numbers, checked
-  claims).
+  claims, Markdown tables).
+- ``results``: the stored long runs, with their provenance and hash.
 - ``tasks``: synthetic tasks; ``model``: the small attention-only model.
-- ``training``: training and evaluation, one model or many seeds together.
+- ``training``: training and evaluation, one model or many seeds together;
+  ``optimizer``: Adam on the stacked parameters of many seeds.
 - ``heads``: per-head weight surgery; ``ablation``: removing heads and scoring
   them.
 - ``analysis``: output differences, attention distances, offset profiles.
+- ``statistics``: rank correlation, intervals, the choice of a learning rate.
 - ``low_rank``: the rank bound of one head's attention pattern.
-- ``language_model``: a character-level decoder on real text.
+- ``corpus``: the text of Chapter 7; ``language_model``: a character-level
+  decoder; ``language_training``: training it, scoring it on held-out text.
 - ``pretrained``: all-MiniLM-L6-v2 rebuilt from these layers.
 - ``relations``: heads against syntax on a gold treebank (Clark et al. 2019).
 - ``plotting`` and ``interactive``: the book's static and interactive figures.

@@ -21,6 +21,33 @@ def _check_head_shape(head_shape):
         check_positive_int("every entry of head_shape", size)
 
 
+def each_head_removed(head_shape, *, device=None):
+    """Every head removed alone: yields ``(flat index, head_mask)``, the mask
+    of shape ``head_shape`` with a 0 at that head."""
+    _check_head_shape(head_shape)
+    for index in range(torch.Size(head_shape).numel()):
+        head_mask = torch.ones(head_shape, device=device)
+        head_mask.view(-1)[index] = 0.0
+        yield index, head_mask
+
+
+def heads_removed_in_order(head_shape, order, *, device=None):
+    """Heads removed one after another in ``order`` (flat indices): yields the
+    mask with the first 1, 2, ... heads of ``order`` removed (a fresh tensor
+    each time)."""
+    _check_head_shape(head_shape)
+    head_mask = torch.ones(head_shape, device=device)
+    total = head_mask.numel()
+    for index in order:
+        index = int(index)
+        if not 0 <= index < total:
+            raise ValueError(
+                f"order holds flat head indices in [0, {total}), got {index}"
+            )
+        head_mask.view(-1)[index] = 0.0
+        yield head_mask.clone()
+
+
 def single_removals(score, head_shape, *, device=None):
     """``score(head_mask)`` with each head removed alone: a tensor of shape
     ``head_shape``.
@@ -28,11 +55,8 @@ def single_removals(score, head_shape, *, device=None):
     ``score`` takes a float mask of shape ``head_shape`` on ``device`` and
     returns a number.
     """
-    _check_head_shape(head_shape)
     scores = torch.zeros(head_shape)
-    for index in range(scores.numel()):
-        head_mask = torch.ones(head_shape, device=device)
-        head_mask.view(-1)[index] = 0.0
+    for index, head_mask in each_head_removed(head_shape, device=device):
         scores.view(-1)[index] = float(score(head_mask))
     return scores
 
@@ -44,19 +68,8 @@ def removal_curve(score, head_shape, order, *, device=None):
     Returns a list: entry k is ``score(head_mask)`` with the first k + 1 heads
     of ``order`` removed.
     """
-    _check_head_shape(head_shape)
-    head_mask = torch.ones(head_shape, device=device)
-    total = head_mask.numel()
-    scores = []
-    for index in order:
-        index = int(index)
-        if not 0 <= index < total:
-            raise ValueError(
-                f"order holds flat head indices in [0, {total}), got {index}"
-            )
-        head_mask.view(-1)[index] = 0.0
-        scores.append(float(score(head_mask.clone())))
-    return scores
+    masks = heads_removed_in_order(head_shape, order, device=device)
+    return [float(score(head_mask)) for head_mask in masks]
 
 
 def ablation_cost(model, task, *, seed=10_000, batch_size=1024):

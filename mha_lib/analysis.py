@@ -1,9 +1,6 @@
 """Measuring what layers compute: how outputs differ, where attention goes, how
 alike heads are."""
 
-import math
-import statistics
-
 import torch
 
 
@@ -24,7 +21,14 @@ def relative_difference(output, reference):
 
 def js_distance(p, q):
     """Jensen-Shannon distance (base 2, in [0, 1]) between distributions along
-    the last axis."""
+    the last axis.
+
+    ``p`` and ``q`` must be distributions: non-negative, each row summing to 1
+    (within ``1e-3``, float32 softmax rounding); anything else would give a
+    number outside [0, 1] that means nothing.
+    """
+    for name, rows in (("p", p), ("q", q)):
+        check_distributions(name, rows)
     middle = (p + q) / 2
 
     def kl(a, b):  # 0 * log(0 / b) counts as 0
@@ -35,6 +39,27 @@ def js_distance(p, q):
         ).sum(-1)
 
     return ((kl(p, middle) + kl(q, middle)) / 2).clamp_min(0).sqrt()
+
+
+def check_distributions(name, rows, tolerance=1e-3):
+    """Refuse ``rows`` unless they are probability distributions along the
+    last axis."""
+    if not isinstance(rows, torch.Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor, got {type(rows).__name__}"
+        )
+    if (rows < 0).any():
+        raise ValueError(
+            f"{name} must hold probabilities, got a negative entry "
+            f"({rows.min().item():.3g})"
+        )
+    sums = rows.sum(-1)
+    worst = (sums - 1).abs().max().item() if sums.numel() else 0.0
+    if not worst <= tolerance:  # NaN fails too
+        raise ValueError(
+            f"every row of {name} must sum to 1 (a distribution along the "
+            f"last axis), got a row sum off by {worst:.3g}"
+        )
 
 
 def pairwise_head_distance(weights):
@@ -58,22 +83,6 @@ def pairwise_head_distance(weights):
     return js_distance(p, q).mean(dim=(0, 3))
 
 
-def rank_correlation(a, b):
-    """Spearman rank correlation of two equally long sets of numbers (ties
-    broken by order)."""
-    a, b = (
-        torch.as_tensor(a, dtype=torch.float64).flatten(),
-        torch.as_tensor(b, dtype=torch.float64).flatten(),
-    )
-    if a.shape != b.shape or a.numel() < 2:
-        raise ValueError(
-            "rank_correlation needs two sequences of one length >= 2, got "
-            f"{a.numel()} and {b.numel()}"
-        )
-    rank_a, rank_b = (values.argsort().argsort().double() for values in (a, b))
-    return torch.corrcoef(torch.stack([rank_a, rank_b]))[0, 1].item()
-
-
 def offset_profile(weights, first=0):
     """Mean attention each head pays to the key ``k`` positions back: ``(heads,
     n_key)``.
@@ -91,73 +100,3 @@ def offset_profile(weights, first=0):
                 dim=(0, 2)
             )
     return profile
-
-
-def paired_bootstrap(
-    first, second, groups, *, confidence=0.95, resamples=2000, seed=0
-):
-    """How much better ``first`` scores than ``second`` on the same items,
-    with an interval (95 % by default) from resampling whole groups (e.g.
-    documents).
-
-    ``first``, ``second``: per-item scores (hits as 0/1); ``groups``: each
-    item's group. For several comparisons at once, pass a Bonferroni
-    ``confidence`` (``1 - 0.05 / comparisons``) and more ``resamples``.
-    Returns ``(difference of means, low, high)``.
-    """
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    first = torch.as_tensor(first, dtype=torch.float64).flatten()
-    second = torch.as_tensor(second, dtype=torch.float64).flatten()
-    groups = torch.as_tensor(groups).flatten()
-    if not first.shape == second.shape == groups.shape:
-        raise ValueError("first, second and groups need one entry per item")
-    _, groups = torch.unique(groups, return_inverse=True)
-    count = int(groups.max()) + 1
-    per_group = [
-        torch.bincount(groups, weights=w, minlength=count)
-        for w in (first - second, torch.ones_like(first))
-    ]  # (groups,) each: summed difference and number of items
-    generator = torch.Generator().manual_seed(seed)
-    picks = torch.randint(count, (resamples, count), generator=generator)
-    differences = per_group[0][picks].sum(1) / per_group[1][picks].sum(1)
-    tail = (1 - confidence) / 2
-    low, high = torch.quantile(
-        differences, torch.tensor([tail, 1 - tail], dtype=torch.float64)
-    )
-    return (first - second).mean().item(), low.item(), high.item()
-
-
-def wilson_interval(successes, trials, z=1.96):
-    """The Wilson score interval of a proportion (95 % by default): ``(low,
-    high)``. Sensible at 0 and at ``trials`` successes, unlike the normal
-    approximation."""
-    if trials <= 0 or not 0 <= successes <= trials:
-        raise ValueError(
-            "need 0 <= successes <= trials and trials > 0, got "
-            f"{successes} and {trials}"
-        )
-    p = successes / trials
-    centre = (p + z**2 / (2 * trials)) / (1 + z**2 / trials)
-    half = z * math.sqrt(p * (1 - p) / trials + z**2 / (4 * trials**2))
-    half /= 1 + z**2 / trials
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def best_rate(losses_by_rate, solved_below):
-    """The learning rate whose runs solved the most seeds (a final loss below
-    ``solved_below``), ties broken by the lowest median loss.
-
-    ``losses_by_rate``: ``{rate: [final loss of each seed]}``. Counting solved
-    seeds first keeps a rate that solves some seeds from losing to one whose
-    median sits lower on a plateau.
-    """
-    if not losses_by_rate:
-        raise ValueError("losses_by_rate is empty: no rate to choose")
-
-    def rank(rate):
-        losses = losses_by_rate[rate]
-        solved = sum(loss < solved_below for loss in losses)
-        return -solved, statistics.median(losses)
-
-    return min(losses_by_rate, key=rank)

@@ -84,10 +84,7 @@ def to_torch(layer):
     """``MultiHeadAttention`` (standard, no GQA, the default scale) ->
     ``nn.MultiheadAttention(batch_first=True)`` with the same dropout."""
     check_instance(layer, MultiHeadAttention, "to_torch")
-    standard = (
-        layer.num_heads * layer.head_dim == layer.d_model
-        and layer.value_dim == layer.head_dim
-    )
+    standard = layer.spec.kind == "standard"
     if not standard or layer.num_kv_heads != layer.num_heads:
         raise ValueError(
             "nn.MultiheadAttention holds only the standard layer (num_heads * "

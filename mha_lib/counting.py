@@ -21,64 +21,31 @@ def count_trainable(module):
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
 
 
-def parameter_count(
-    d_model,
-    num_heads,
-    *,
-    head_dim=None,
-    value_dim=None,
-    num_kv_heads=None,
-    bias=True,
-    chunked=False,
-):
+def parameter_count(d_model, num_heads, **sizes):
     """Trainable parameters of the attention layer with these sizes, from the
     formula.
 
+    ``sizes`` are the other fields of :class:`~mha_lib.spec.AttentionSpec`
+    (``head_dim``, ``value_dim``, ``num_kv_heads``, ``bias``, ``chunked``).
     Query and output projections each hold ``d_model * num_heads * head_dim``
     weights; key and value projections ``d_model * num_kv_heads * head_dim``
     each. For the standard layer (``head_dim = d_model / num_heads``, no
     sharing) this is ``4 d^2 + 4 d`` whatever ``num_heads``; ``chunked=True``
     gives ``3 d^2 / h + d^2 + 4 d``.
     """
-    spec = AttentionSpec(
-        d_model,
-        num_heads,
-        head_dim=head_dim,
-        value_dim=value_dim,
-        num_kv_heads=num_kv_heads,
-        bias=bias,
-        chunked=chunked,
-    )
-    return spec.parameter_count()
+    return AttentionSpec(d_model, num_heads, **sizes).parameter_count()
 
 
-def attention_flops(
-    d_model,
-    num_heads,
-    n_query,
-    n_key=None,
-    *,
-    head_dim=None,
-    value_dim=None,
-    num_kv_heads=None,
-    chunked=False,
-):
+def attention_flops(d_model, num_heads, n_query, n_key=None, **sizes):
     """Multiply-add FLOPs (2 per multiply-add) of one forward pass over one
     sequence.
 
     A dict with ``projections``, ``scores`` (Q K^T), ``mixing`` (weights @ V)
     and ``total``; see :meth:`AttentionSpec.flops
-    <mha_lib.spec.AttentionSpec.flops>`.
+    <mha_lib.spec.AttentionSpec.flops>`. ``sizes`` as in
+    :func:`parameter_count`.
     """
-    spec = AttentionSpec(
-        d_model,
-        num_heads,
-        head_dim=head_dim,
-        value_dim=value_dim,
-        num_kv_heads=num_kv_heads,
-        chunked=chunked,
-    )
-    return spec.flops(n_query, n_key)
+    return AttentionSpec(d_model, num_heads, **sizes).flops(n_query, n_key)
 
 
 def counted_flops(module, *inputs, **options):

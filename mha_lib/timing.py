@@ -39,32 +39,43 @@ def summarize(times):
     return median, q1, q3
 
 
-def time_interleaved(layers, x, *, repeats=20, warmup=3, threads=None):
-    """Seconds per forward+backward for each of ``{name: layer}``, measured
-    round-robin.
+def time_round_robin(steps, device, *, repeats=20, warmup=3, threads=None):
+    """Seconds of each call of every ``{name: step}``, measured round-robin:
+    ``{name: [seconds per repeat]}``.
 
-    Each repeat times every layer once, in alternating order, so that a change
-    in machine load hits all layers alike instead of biasing whichever was
-    measured at the time. ``threads`` sets PyTorch's CPU thread count while
-    timing (restored afterwards): on a shared machine one thread keeps the
-    ratios between layers steady, where threads that wait for each other do
-    not.
+    Each repeat times every step once, in alternating order, so that a change
+    in machine load hits all steps alike instead of biasing whichever was
+    measured at the time. The first ``warmup`` rounds are not kept. ``threads``
+    sets PyTorch's CPU thread count while timing (restored afterwards): on a
+    shared machine one thread keeps the ratios between steps steady, where
+    threads that wait for each other do not.
     """
+    check_positive_int("repeats", repeats)
     previous = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(check_positive_int("threads", threads))
-    times = {name: [] for name in layers}
+    times = {name: [] for name in steps}
     try:
-        for step in range(warmup + repeats):
-            order = list(layers.items())
-            if step % 2:
+        for round_ in range(warmup + repeats):
+            order = list(steps.items())
+            if round_ % 2:
                 order.reverse()
-            for name, layer in order:
-                elapsed = seconds(
-                    lambda layer=layer: forward_backward(layer, x), x.device
-                )
-                if step >= warmup:
+            for name, step in order:
+                elapsed = seconds(step, device)
+                if round_ >= warmup:
                     times[name].append(elapsed)
     finally:
         torch.set_num_threads(previous)
     return times
+
+
+def time_interleaved(layers, x, *, repeats=20, warmup=3, threads=None):
+    """Seconds per forward+backward for each of ``{name: layer}``, measured
+    round-robin (:func:`time_round_robin`)."""
+    steps = {
+        name: lambda layer=layer: forward_backward(layer, x)
+        for name, layer in layers.items()
+    }
+    return time_round_robin(
+        steps, x.device, repeats=repeats, warmup=warmup, threads=threads
+    )

@@ -6,8 +6,8 @@ Our models are so small that much of a training step is per-call overhead, so
 another. :func:`train_together` stacks their parameters along a leading members
 axis and runs them through the model's own forward (:mod:`mha_lib.stacking`),
 with one Adam per member. Each member gets the initial weights, data stream and
-optimiser that one-at-a-time training gives its seed, so results match up to
-floating-point rounding.
+optimiser that one-at-a-time training gives its seed (Adam, in
+:mod:`mha_lib.optimizer`), so results match up to floating-point rounding.
 """
 
 import math
@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 from .checks import check_int, check_positive_int
 from .model import AttentionModel
+from .optimizer import StackedAdam
 from .runtime import seed_everything
 from .stacking import stacked, unstack
 
@@ -257,43 +258,3 @@ def check_learning_rates(lr, members):
                 f"every learning rate must be positive and finite, got {rate}"
             )
     return [float(rate) for rate in rates]
-
-
-class StackedAdam:
-    """``torch.optim.Adam`` with its defaults, on stacked parameters, one lr
-    per member.
-
-    The same operations in the same order as PyTorch's implementation, so a
-    member's update rounds as the one-model optimiser's does.
-    """
-
-    def __init__(self, params, rates, betas=(0.9, 0.999), eps=1e-8):
-        self.params, self.rates, self.betas, self.eps = (
-            params,
-            rates,
-            betas,
-            eps,
-        )
-        self.steps = 0
-        self.exp_avg = [torch.zeros_like(p) for p in params]
-        self.exp_avg_sq = [torch.zeros_like(p) for p in params]
-
-    @torch.no_grad()
-    def step(self, grads, factor=1.0):
-        """One update with ``grads`` (one per parameter), every rate times
-        ``factor``."""
-        beta1, beta2 = self.betas
-        self.steps += 1
-        correction1 = 1 - beta1**self.steps
-        correction2_sqrt = (1 - beta2**self.steps) ** 0.5
-        device = self.params[0].device
-        sizes = [-rate * factor / correction1 for rate in self.rates]
-        step_size = torch.tensor(sizes, device=device)  # (members,)
-        moments = zip(self.params, grads, self.exp_avg, self.exp_avg_sq)
-        for param, grad, exp_avg, exp_avg_sq in moments:
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            denom = (exp_avg_sq.sqrt() / correction2_sqrt).add_(self.eps)
-            # (members, 1, ...)
-            size = step_size.view(-1, *[1] * (param.dim() - 1))
-            param.add_(size * exp_avg / denom)

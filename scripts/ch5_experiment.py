@@ -26,7 +26,7 @@ the result and skipped.
 """
 
 import mha_lib
-from mha_lib import analysis, results
+from mha_lib import results, statistics
 from mha_lib.spec import AttentionSpec
 from mha_lib.tasks import AssociativeRecall, OffsetCopy
 from mha_lib.training import evaluate, train_seeds
@@ -173,11 +173,11 @@ def long_runs(task_name, sizes, seeds, rates, device):
 
 
 def best_rate(records):
-    """The rate of :func:`mha_lib.analysis.best_rate` for these records."""
+    """The rate of :func:`mha_lib.statistics.best_rate` for these records."""
     by_rate = {}
     for r in records:
         by_rate.setdefault(r["lr"], []).append(r["loss"])
-    return analysis.best_rate(by_rate, SOLVED)
+    return statistics.best_rate(by_rate, SOLVED)
 
 
 def splits(records):

@@ -26,6 +26,7 @@ import torch
 
 import mha_lib
 from mha_lib import results
+from mha_lib.ablation import each_head_removed, heads_removed_in_order
 from mha_lib.pretrained import D_MODEL, embedding_change, load_minilm
 from mha_lib.relations import load_treebank
 
@@ -47,9 +48,7 @@ def main():
     original = encode(model)
     shape = model.head_shape
     single, single_even = torch.zeros(shape).tolist(), []
-    for index in range(shape[0] * shape[1]):
-        head_mask = torch.ones(shape, device=device)
-        head_mask.view(-1)[index] = 0
+    for index, head_mask in each_head_removed(shape, device=device):
         layer, head = divmod(index, shape[1])
         changed = encode(model, head_mask)
         single[layer][head] = embedding_change(original, changed)
@@ -58,10 +57,9 @@ def main():
         print(f"head {layer + 1}-{head + 1} removed", flush=True)
     # least disruptive first, chosen on the even documents
     order = torch.tensor(single_even).argsort().tolist()
-    head_mask = torch.ones(shape, device=device)
     pruning = []
-    for count, index in enumerate(order, start=1):
-        head_mask.view(-1)[index] = 0
+    masks = heads_removed_in_order(shape, order, device=device)
+    for count, head_mask in enumerate(masks, start=1):
         scores = embedding_change(original, encode(model, head_mask), odd)
         pruning.append({"removed": count, **scores})
         print(f"{count} heads removed: {scores}", flush=True)

@@ -23,16 +23,13 @@ import torch.nn.functional as F
 
 import mha_lib
 from mha_lib import results
+from mha_lib.ablation import single_removals
 from mha_lib.analysis import offset_profile, pairwise_head_distance
-from mha_lib.language_model import (
-    CharTransformer,
-    held_out_bits,
-    load_bible,
-    train_language_models,
-    windows,
-)
+from mha_lib.corpus import load_bible, windows
+from mha_lib.language_model import CharTransformer
+from mha_lib.language_training import held_out_bits, train_language_models
 from mha_lib.spec import AttentionSpec
-from mha_lib.timing import seconds, summarize
+from mha_lib.timing import summarize, time_round_robin
 
 CONTEXT, BATCH, STEPS, EVERY = 64, 32, 1500, 150
 RATES, TUNING_SEED, MORE_SEEDS = [1e-3, 3e-3, 1e-2], 0, [1, 2]
@@ -183,12 +180,11 @@ def heads_of(model, corpus, validation):
         w[:, :, queries, queries - half + 1].mean((0, 2)) for w in rep_weights
     ]
     base = held_out_bits(model, inputs, targets).item()
-    removal = torch.zeros(model.head_shape)
-    for index in range(removal.numel()):
-        head_mask = torch.ones(model.head_shape)
-        head_mask.view(-1)[index] = 0
-        removed = held_out_bits(_Masked(model, head_mask), inputs, targets)
-        removal.view(-1)[index] = removed.item() - base
+
+    def bits_without(head_mask):
+        return held_out_bits(_Masked(model, head_mask), inputs, targets)
+
+    removal = single_removals(bits_without, model.head_shape) - base
     return {
         "held_out": base,
         "offset_profiles": [p.tolist() for p in profiles],
@@ -253,13 +249,7 @@ def step_seconds(corpus, table, device, repeats=7):
             optimizer.step()
 
         steps[name] = step
-    times = {name: [] for name in table}
-    for repeat in range(repeats + 2):  # the first two rounds warm up
-        order = list(steps.items())
-        for name, step in order[:: -1 if repeat % 2 else 1]:
-            elapsed = seconds(step, device)
-            if repeat >= 2:
-                times[name].append(elapsed)
+    times = time_round_robin(steps, device, repeats=repeats, warmup=2)
     return {name: summarize(values)[0] for name, values in times.items()}
 
 

@@ -8,7 +8,9 @@ import torch
 import mha_lib
 from mha_lib.ablation import (
     ablation_cost,
+    each_head_removed,
     head_importance,
+    heads_removed_in_order,
     removal_curve,
     single_removals,
 )
@@ -93,3 +95,12 @@ def test_removal_helpers_mask_the_right_heads():
         removal_curve(score, (2, 3), order=[6])
     with pytest.raises(TypeError, match="head_shape"):
         single_removals(score, [2, 3])
+
+
+def test_removal_masks_can_be_kept_and_scored_any_way():
+    alone = list(each_head_removed((2, 2)))
+    assert [index for index, _ in alone] == [0, 1, 2, 3]
+    assert all(mask.view(-1)[i] == 0 and mask.sum() == 3 for i, mask in alone)
+    steps = list(heads_removed_in_order((2, 2), [3, 0]))
+    assert steps[0].tolist() == [[1, 1], [1, 0]], "the first mask is kept"
+    assert steps[1].tolist() == [[0, 1], [1, 0]]

@@ -72,17 +72,6 @@ def test_quality_vs_cost_draws_one_point_per_layer_and_a_table_renders():
     assert medians == pytest.approx([0.2, 0.2, 0.2]), (
         "one median point per layer"
     )
-    table = plotting.markdown_table(["a", "b"], [[1, 2], [3, 4]]).data
-    assert table.splitlines() == [
-        "| a | b |",
-        "|---|---|",
-        "| 1 | 2 |",
-        "| 3 | 4 |",
-    ]
-    escaped = plotting.markdown_table(["rule"], [["NOUN|PROPN"]]).data
-    assert escaped.splitlines()[-1] == "| NOUN\\|PROPN |", (
-        "| stays in its cell"
-    )
 
 
 def test_heatmaps_draw_and_check_their_input():
@@ -102,3 +91,29 @@ def test_heatmaps_draw_and_check_their_input():
         plotting.heatmap(torch.rand(2, 2, 2))
     with pytest.raises(ValueError, match="4-D"):
         plotting.matrix_grid(torch.rand(2, 3, 3))
+
+
+def test_families_vs_cost_draws_a_median_and_a_range_per_variant():
+    families = {
+        "a": [
+            ("1", {"flops": 1.0, "time": 10.0}, [0.1, 0.2, 0.6]),
+            (None, {"flops": 2.0, "time": 30.0}, [0.3, 0.3, 0.3]),
+        ],
+        "b": [("x", {"flops": 4.0, "time": 20.0}, [1.0, 2.0])],
+    }
+    axes = plotting.families_vs_cost(
+        families, ylabel="bits", ticks={"flops": [1, 2, 4]}
+    )
+    assert [ax.get_xlabel() for ax in axes] == ["flops", "time"]
+    # one errorbar per family: its points are the medians
+    points = [bar.lines[0].get_ydata() for bar in axes[0].containers]
+    assert [list(p) for p in points] == [
+        pytest.approx([0.2, 0.3]),
+        pytest.approx([1.5]),
+    ]
+    labels = [text.get_text() for text in axes[1].texts]
+    assert labels == ["1", "x"], "a variant labelled None stays unlabelled"
+    assert [t.get_text() for t in axes[0].get_xticklabels()] == ["1", "2", "4"]
+    too_many = {str(i): families["b"] for i in range(9)}
+    with pytest.raises(ValueError, match="families"):
+        plotting.families_vs_cost(too_many, ylabel="bits")

@@ -45,6 +45,24 @@ def test_a_changed_file_is_refused(tmp_path):
         pretrained.verify_weights(tmp_path / "missing.safetensors")
 
 
+def test_the_tokenizer_matches_its_hash_and_a_swapped_one_is_refused(
+    tmp_path,
+):
+    path = pretrained.model_dir() / "tokenizer.json"
+    assert pretrained.verify_file(path, pretrained.TOKENIZER_SHA256) == path
+    swapped = tmp_path / "tokenizer.json"
+    # one token renamed: the file still loads, with another vocabulary
+    swapped.write_text(path.read_text().replace('"cat"', '"dog"', 1))
+    with pytest.raises(ValueError, match="tokenizer"):
+        pretrained.load_minilm("cpu", tokenizer=swapped)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here")
+def test_a_device_that_is_not_here_is_refused_before_loading():
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        pretrained.load_minilm("cuda")
+
+
 def test_architecture_uses_mha_lib_attention(model):
     import mha_lib
 

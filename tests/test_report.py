@@ -1,10 +1,11 @@
-"""What a chapter reports to the book: glued numbers and checked claims."""
+"""What a chapter reports to the book: glued numbers, checked claims,
+tables."""
 
 import sys
 
 import pytest
 
-from mha_lib.report import Claims, glue, spread
+from mha_lib.report import Claims, glue, markdown_table, spread
 
 
 def test_glue_hands_the_value_to_myst_nb_and_returns_nothing(monkeypatch):
@@ -47,3 +48,18 @@ def test_spread_text():
     assert spread([0.3, 0.1, 0.2]) == "median 0.200 (0.100 to 0.300)"
     assert spread([-0.12, 0.88, 0.5], 2) == "median 0.50 (-0.12 to 0.88)"
     assert spread([1, 2, 30], digits=1) == "median 2.0 (1.0 to 30.0)"
+
+
+def test_markdown_table_keeps_a_bar_inside_its_cell():
+    pytest.importorskip("IPython")
+    table = markdown_table(["a", "b"], [[1, 2], [3, 4]]).data
+    assert table.splitlines() == [
+        "| a | b |",
+        "|---|---|",
+        "| 1 | 2 |",
+        "| 3 | 4 |",
+    ]
+    escaped = markdown_table(["rule"], [["NOUN|PROPN"]]).data
+    assert escaped.splitlines()[-1] == "| NOUN\\|PROPN |", (
+        "| stays in its cell"
+    )

@@ -53,3 +53,66 @@ def test_every_shipped_result_records_its_provenance(name):
     assert record["command"] == f"python3 scripts/{name}.py"
     assert record["wall_seconds"] > 0
     assert {"device", "torch", "mha_lib"} <= set(record["environment"])
+
+
+def test_every_shipped_result_carries_its_hash():
+    for name in SHIPPED:
+        text = (results.FOLDER / f"{name}.json").read_text()
+        assert json.loads(text)["sha256"] == results.load(name)["sha256"]
+
+
+def saved(tmp_path, data=None):
+    data = {"hours": 1.7, "rows": [1, 2, 3]} if data is None else data
+    return results.save(
+        "run", data, device="cpu", seconds=6.0, folder=tmp_path
+    )
+
+
+def test_an_intact_file_loads(tmp_path):
+    saved(tmp_path)
+    record = results.load("run", folder=tmp_path)
+    assert record["data"] == {"hours": 1.7, "rows": [1, 2, 3]}
+    assert record["sha256"] == results.digest(record)
+
+
+def test_a_truncated_file_names_itself_and_its_command(tmp_path):
+    path = saved(tmp_path)
+    text = path.read_text()
+    path.write_text(text[:-20])  # cut short, as by a full disk
+    with pytest.raises(results.DamagedResults) as error:
+        results.load("run", folder=tmp_path)
+    message = str(error.value)
+    assert str(path) in message and "not valid JSON" in message
+    command = json.loads(text)["command"]
+    assert f"`{command}`" in message, "the command that writes it again"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda record: record["data"].update(hours=0.0),
+        lambda record: record.update(wall_seconds=1.0),
+        lambda record: record["data"]["rows"].append(4),
+    ],
+)
+def test_an_edited_value_is_refused(tmp_path, edit):
+    path = saved(tmp_path)
+    record = json.loads(path.read_text())
+    edit(record)
+    path.write_text(json.dumps(record, indent=1))
+    with pytest.raises(results.DamagedResults, match="edited"):
+        results.load("run", folder=tmp_path)
+
+
+def test_a_file_without_a_hash_is_refused_until_sealed(tmp_path):
+    path = saved(tmp_path)
+    record = json.loads(path.read_text())
+    del record["sha256"]
+    path.write_text(json.dumps(record, indent=1))
+    with pytest.raises(results.DamagedResults, match="no SHA-256"):
+        results.load("run", folder=tmp_path)
+    digest = results.seal("run", folder=tmp_path)
+    sealed = results.load("run", folder=tmp_path)
+    assert sealed["sha256"] == digest
+    assert sealed["data"] == record["data"], "sealing changes no data"
+    assert results.seal("run", folder=tmp_path) == digest

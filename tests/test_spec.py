@@ -1,12 +1,15 @@
 """One description of a layer: sizes checked, kinds named, module and costs
 from one place."""
 
+import ast
 import math
+from pathlib import Path
 
 import numpy
 import pytest
 
 import mha_lib
+from mha_lib import spec as spec_module
 from mha_lib.spec import AttentionSpec
 
 
@@ -152,3 +155,73 @@ def test_numpy_integers_are_sizes_stored_as_ints():
     layer = mha_lib.MultiHeadAttention(sizes[15], sizes[1])
     assert layer.q_proj.weight.shape == (16, 16)
     assert mha_lib.parameter_count(sizes[15], sizes[1]) == 4 * 16**2 + 4 * 16
+
+
+def test_the_library_has_no_import_cycle():
+    """Module-level imports between mha_lib's modules form no cycle (a lazy
+    import inside a function, such as ``build``'s, is not one)."""
+    folder = Path(mha_lib.__file__).parent
+    imports = {}
+    for path in folder.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        found = set()
+        for node in tree.body:  # top level only
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                names = [node.module] if node.module else []
+                names += [alias.name for alias in node.names]
+                found |= {name for name in names if name}
+        imports[path.stem] = found & {p.stem for p in folder.glob("*.py")}
+    imports.pop("__init__")
+    visiting, done = [], set()
+
+    def visit(module):
+        assert module not in visiting, "import cycle: " + " -> ".join(
+            [*visiting, module]
+        )
+        if module in done:
+            return
+        visiting.append(module)
+        for other in sorted(imports.get(module, ())):
+            visit(other)
+        visiting.pop()
+        done.add(module)
+
+    for module in sorted(imports):
+        visit(module)
+    assert "layers" not in imports["spec"]
+
+
+def test_a_new_kind_is_one_row_of_the_table(monkeypatch):
+    """A kind added to NAMED_KINDS alone is named, recognised, counted, built
+    and drawn in its own colour."""
+    pytest.importorskip("matplotlib")
+    from mha_lib import plotting
+
+    monkeypatch.setitem(
+        spec_module.NAMED_KINDS,
+        "double",
+        lambda d_model, num_heads: dict(head_dim=2 * d_model // num_heads),
+    )
+    spec = AttentionSpec.named("double", 32, 4)
+    assert (spec.head_dim, spec.kind, spec.label) == (
+        16,
+        "double",
+        "double 4 x 16",
+    )
+    assert AttentionSpec(32, 4, head_dim=16, num_kv_heads=2).kind == "double"
+    assert (
+        mha_lib.parameter_count(32, 4, head_dim=16) == spec.parameter_count()
+    )
+    assert mha_lib.count_trainable(spec.build()) == spec.parameter_count()
+    assert "double" in plotting.layer_styles()
+    assert AttentionSpec(32, 4).kind == "standard", "the old kinds stay"
+
+
+def test_widths_are_those_of_the_built_projections():
+    spec = AttentionSpec(32, 8, head_dim=6, value_dim=3, num_kv_heads=2)
+    layer = spec.build()
+    assert spec.widths == (48, 12, 6, 24)
+    assert spec.widths.query == layer.q_proj.out_features
+    assert spec.widths.key == layer.k_proj.out_features
+    assert spec.widths.value == layer.v_proj.out_features
+    assert spec.widths.concat == layer.out_proj.in_features

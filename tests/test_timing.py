@@ -6,7 +6,7 @@ import torch
 from support import DEVICES
 
 import mha_lib
-from mha_lib.timing import summarize, time_interleaved
+from mha_lib.timing import summarize, time_interleaved, time_round_robin
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -23,3 +23,13 @@ def test_time_interleaved_times_every_layer_and_restores_threads(device):
     assert q1 <= median <= q3
     with pytest.raises(ValueError, match="threads"):
         time_interleaved(layers, x, repeats=1, threads=0)
+
+
+def test_round_robin_alternates_the_order_and_drops_the_warm_up():
+    calls = []
+    steps = {name: lambda name=name: calls.append(name) for name in "abc"}
+    times = time_round_robin(steps, "cpu", repeats=3, warmup=1)
+    assert calls == list("abccbaabccba"), "alternating order"
+    assert {name: len(t) for name, t in times.items()} == dict(a=3, b=3, c=3)
+    with pytest.raises(ValueError, match="repeats"):
+        time_round_robin(steps, "cpu", repeats=0)

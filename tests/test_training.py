@@ -10,7 +10,6 @@ from mha_lib.ablation import ablation_cost, head_importance
 from mha_lib.model import AttentionModel
 from mha_lib.tasks import AssociativeRecall, OffsetCopy
 from mha_lib.training import (
-    StackedAdam,
     evaluate,
     train,
     train_from_seed,
@@ -96,27 +95,6 @@ def test_one_learning_rate_per_member():
     assert abs(losses[0] - losses[1]) > 1e-3, (
         "same seed, different rates must differ"
     )
-
-
-def test_adam_matches_torch_per_member_and_scales_with_the_factor():
-    torch.manual_seed(0)
-    start = torch.randn(2, 5, 3)  # (members, *shape)
-    ours = start.clone()
-    rates, factors = [1e-2, 3e-1], [1.0, 0.5, 0.25, 1.0, 2.0]
-    adam = StackedAdam([ours], rates)
-    reference = [start[i].clone().requires_grad_() for i in range(2)]
-    optimizers = [
-        torch.optim.Adam([p], lr=lr) for p, lr in zip(reference, rates)
-    ]
-    for factor in factors:
-        grad = torch.randn(2, 5, 3)
-        adam.step([grad], factor)
-        for p, optimizer, g, rate in zip(reference, optimizers, grad, rates):
-            optimizer.param_groups[0]["lr"] = rate * factor
-            p.grad = g.clone()
-            optimizer.step()
-    expected = torch.stack([p.detach() for p in reference])
-    assert torch.allclose(ours, expected, rtol=0, atol=1e-6)
 
 
 def test_members_are_ordinary_models():

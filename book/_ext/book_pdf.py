@@ -244,6 +244,20 @@ def headings(document):
     return [_text(heading) for heading in found]
 
 
+def spells(name, title):
+    """Whether Chromium's bookmark ``name`` is the heading ``title``: equal
+    once whitespace is dropped, or with one piece of the title written twice
+    ("ContentsContents")."""
+    name, title = re.sub(r"\s", "", name), re.sub(r"\s", "", title)
+    extra = len(name) - len(title)
+    if not title or extra < 0:
+        return False
+    return any(  # ``title`` with title[i : i + extra] written twice
+        title[:i] + title[i : i + extra] + title[i:] == name
+        for i in range(len(title) - extra + 1)
+    )
+
+
 def retitle_outline(pdf_path, titles):
     """Give the PDF's bookmarks the headings' own text.
 
@@ -259,20 +273,6 @@ def retitle_outline(pdf_path, titles):
 
     # pypdf warns about Chromium's harmless trailer sizes
     std_logging.getLogger("pypdf").setLevel(std_logging.ERROR)
-
-    def squash(text):
-        return re.sub(r"\s", "", text)
-
-    def spells(name, title):
-        name, title = squash(name), squash(title)
-        extra = len(name) - len(title)
-        if not title or extra < 0:
-            return False
-        return any(  # ``title`` with title[i : i + extra] written twice
-            title[:i] + title[i : i + extra] + title[i:] == name
-            for i in range(len(title) - extra + 1)
-        )
-
     writer = PdfWriter(clone_from=str(pdf_path))
     outline = writer._root_object.get("/Outlines")
     items, stack = [], [outline.get_object()["/First"]] if outline else []

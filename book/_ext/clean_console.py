@@ -10,16 +10,11 @@ Two upstream quirks of the Jupyter Book 1.x theme stack, mended at build time:
 """
 
 
-def _mend_page(app, pagename, templatename, context, doctree):
-    if not context.get("default_mode"):
-        context["default_mode"] = "auto"
-    scripts = context.get("script_files")
-    if not scripts:
-        return
+def unique_scripts(scripts):
+    """``scripts`` without repeats, in order: an inline script added once with
+    filename ``None`` and once with ``''`` counts once."""
     seen, unique = set(), []
     for script in scripts:
-        # the same inline script, added once with filename None and once with
-        # ''
         key = (
             getattr(script, "filename", None) or "",
             tuple(sorted(getattr(script, "attributes", {}).items())),
@@ -27,7 +22,15 @@ def _mend_page(app, pagename, templatename, context, doctree):
         if key not in seen:
             seen.add(key)
             unique.append(script)
-    scripts[:] = unique
+    return unique
+
+
+def _mend_page(app, pagename, templatename, context, doctree):
+    if not context.get("default_mode"):
+        context["default_mode"] = "auto"
+    scripts = context.get("script_files")
+    if scripts:
+        scripts[:] = unique_scripts(scripts)
 
 
 def setup(app):

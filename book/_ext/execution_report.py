@@ -17,6 +17,15 @@ import nbformat
 KEYS = ("runtime", "succeeded", "error", "traceback")
 
 
+def entry(exec_data, record, before):
+    """One notebook's line of the report: what executing it did, and whether
+    its outputs came from a cache ``record`` already there ``before`` the
+    build (``record`` is ``None`` where nothing was cached)."""
+    line = {key: exec_data[key] for key in KEYS}
+    line["reused"] = record is not None and record.pk in before
+    return line
+
+
 def _cache(app):
     from jupyter_cache import get_cache
 
@@ -44,8 +53,7 @@ def _write_report(app, exception):
             record = cache.match_cache_notebook(notebook)
         except KeyError:  # not cached: its execution failed
             record = None
-        report[docname] = {key: data[key] for key in KEYS}
-        report[docname]["reused"] = record is not None and record.pk in before
+        report[docname] = entry(data, record, before)
     path = Path(app.outdir).parent / "execution.json"
     path.write_text(json.dumps(report, indent=1, sort_keys=True))
 

@@ -1,0 +1,65 @@
+"""The text of Chapter 7: its hash check, its split, its encoding, its
+windows."""
+
+import hashlib
+import json
+
+import pytest
+import torch
+
+from mha_lib.corpus import HELD_OUT_BOOKS, Corpus, load_bible, windows
+
+
+def test_windows_cut_inputs_and_next_characters():
+    ids = torch.arange(20)
+    inputs, targets = windows(ids, 4)
+    assert inputs.shape == targets.shape == (3, 4)
+    assert torch.equal(inputs[1], torch.tensor([5, 6, 7, 8]))
+    assert torch.equal(targets, inputs + 1), "each target is the next id"
+    overlapping, _ = windows(ids, 4, step=2)
+    assert torch.equal(overlapping[:, 0], torch.arange(0, 15, 2))
+
+
+@pytest.mark.parametrize(
+    "arguments,name",
+    [
+        (dict(context=-3), "context"),
+        (dict(context=0), "context"),
+        (dict(context=4, step=0), "step"),
+        (dict(context=2.5), "context"),
+    ],
+)
+def test_windows_refuse_bad_sizes(arguments, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        windows(torch.arange(20), **arguments)
+
+
+def test_windows_refuse_a_batch_of_ids():
+    with pytest.raises(ValueError, match="ids"):
+        windows(torch.zeros(2, 20, dtype=torch.long), 4)
+
+
+def test_corpus_encodes_and_decodes_its_alphabet():
+    corpus = Corpus("abca\n", "cab\n", "\nabc")
+    ids = corpus.encode("cab\n")
+    assert ids.tolist() == [3, 1, 2, 0]
+    assert corpus.decode(ids) == "cab\n"
+    with pytest.raises(ValueError, match="alphabet"):
+        corpus.encode("abz")
+
+
+def test_load_bible_checks_the_hash_and_holds_out_the_last_books(tmp_path):
+    verses = [
+        {"book": "Genesis", "text": "In the beginning"},
+        {"book": HELD_OUT_BOOKS[0], "text": "Simon Peter"},
+        {"book": "Exodus", "text": "Now these"},
+    ]
+    path = tmp_path / "kjv.jsonl"
+    path.write_text("\n".join(json.dumps(v) for v in verses) + "\n")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    corpus = load_bible(path, expected=digest)
+    assert corpus.train == "In the beginning\nNow these\n"
+    assert corpus.validation == "Simon Peter\n"
+    assert set(corpus.alphabet) == set(corpus.train + corpus.validation)
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_bible(path, expected="0" * 64)

@@ -1,0 +1,193 @@
+"""The logic of the book's Sphinx extensions (book/_ext), without a build."""
+
+import base64
+import importlib.util
+import json
+from types import SimpleNamespace
+
+import pytest
+from support import ROOT
+
+
+def extension(name):
+    """``book/_ext/<name>.py``, imported by its path."""
+    path = ROOT / "book" / "_ext" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"book_ext_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def book_pdf():
+    pytest.importorskip("bs4")
+    pytest.importorskip("sphinx")
+    return extension("book_pdf")
+
+
+def soup(html):
+    from bs4 import BeautifulSoup
+
+    return BeautifulSoup(html, "html.parser")
+
+
+def test_clean_console_drops_repeated_scripts_and_sets_a_mode():
+    pytest.importorskip("sphinx")
+    clean = extension("clean_console")
+    inline = SimpleNamespace(filename=None, attributes={"body": "x = 1"})
+    again = SimpleNamespace(filename="", attributes={"body": "x = 1"})
+    other = SimpleNamespace(filename="a.js", attributes={})
+    assert clean.unique_scripts([inline, other, again, other]) == [
+        inline,
+        other,
+    ]
+    context = {"script_files": [inline, again]}
+    clean._mend_page(None, "page", None, context, None)
+    assert context == {"script_files": [inline], "default_mode": "auto"}
+    dark = {"default_mode": "dark"}
+    clean._mend_page(None, "page", None, dark, None)
+    assert dark == {"default_mode": "dark"}, "a chosen mode is kept"
+
+
+def test_the_reading_order_follows_the_table_of_contents(book_pdf):
+    env = SimpleNamespace(
+        config=SimpleNamespace(root_doc="intro"),
+        toctree_includes={
+            "intro": ["a", "b"],
+            "a": ["a1", "b"],  # b is listed twice: read once, first
+            "b": ["b1"],
+        },
+    )
+    assert book_pdf.reading_order(env) == ["intro", "a", "a1", "b", "b1"]
+
+
+def test_a_page_is_made_ready_for_paper(book_pdf):
+    article = soup(
+        '<article><section id="s"><h1>T<a class="headerlink">#</a></h1>'
+        '<div class="mha-interactive" id="mha-interactive-1"></div>'
+        '<div class="cell tag_hide-input"><details>code</details>'
+        "<p>claims</p></div>"
+        '<div class="cell tag_hide-cell"><details><summary>'
+        '<p class="collapsed">Solution 1</p></summary>answer</details></div>'
+        "</section></article>"
+    )
+    paper = book_pdf.for_paper(article, "pdf-x-")
+    assert paper.select_one("a.headerlink") is None
+    assert paper.find(id="pdf-x-s") is not None, "ids made unique"
+    assert paper.find(id="mha-interactive-1") is not None, "kept: unique"
+    assert "code" not in paper.get_text() and "claims" in paper.get_text()
+    label = paper.select_one("p.pdf-solution")
+    assert label.get_text() == "Solution 1" and "answer" in paper.get_text()
+    assert paper.find("details") is None, "the solution prints unfolded"
+
+
+def test_contents_list_pages_and_their_sections(book_pdf):
+    pages = [
+        soup(
+            '<article><section id="p-t"><h1>One <em>page</em></h1>'
+            '<section id="p-s"><h2>A section</h2></section></section>'
+            "</article>"
+        ),
+        soup("<article><p>no title</p></article>"),
+    ]
+    listing = book_pdf.contents(pages)
+    links = [(a["href"], a.get_text()) for a in listing.select("a")]
+    assert links == [("#p-t", "One page"), ("#p-s", "A section")]
+
+
+def test_links_between_pages_point_inside_the_one_document(book_pdf):
+    first = soup(
+        '<article><section id="pdf-a-t"><h1>A</h1>'
+        '<a href="b.html#x">to b</a><a href="b.html">b</a>'
+        '<a href="#here">here</a><a href="https://e.org">out</a>'
+        "</section></article>"
+    )
+    second = soup('<article><section id="pdf-b-t"><h1>B</h1></section>')
+    book_pdf.relink([("pdf-a-", first, "a"), ("pdf-b-", second, "b")])
+    hrefs = [a["href"] for a in first.select("a")]
+    assert hrefs == ["#pdf-b-x", "#pdf-b-t", "#pdf-a-here", "https://e.org"]
+
+
+def test_a_file_loaded_with_and_without_a_digest_is_one_head_entry(
+    book_pdf,
+):
+    plain, digested = soup(
+        '<script src="_static/m.js"></script>'
+        '<script src="_static/m.js?v=12ab"></script>'
+    ).find_all("script")
+    assert book_pdf.head_key(plain) == book_pdf.head_key(digested)
+    inline = soup("<style>p {}</style>").find("style")
+    assert book_pdf.head_key(inline) == "<style>p {}</style>"
+
+
+def test_bookmark_names_are_matched_to_their_headings(book_pdf):
+    assert book_pdf.spells("ContentsContents", "Contents")
+    assert book_pdf.spells("1.Parameters", "1. Parameters")
+    assert not book_pdf.spells("Glossary", "Contents")
+    assert not book_pdf.spells("x", "")
+    assert book_pdf.headings("<h1>A <b>b</b></h1><p>x</p><h3>C</h3>") == [
+        "A b",
+        "C",
+    ]
+
+
+def test_the_install_cell_carries_the_wheel_it_installs(tmp_path):
+    pytest.importorskip("nbformat")
+    pytest.importorskip("sphinx")
+    downloads = extension("executed_downloads")
+    wheel = tmp_path / "mha_lib-0.0.0-py3-none-any.whl"
+    wheel.write_bytes(b"not really a wheel \x00\xff")
+    cell = downloads.install_cell(wheel)
+    assert cell.cell_type == "code" and cell.metadata["tags"] == ["hide-input"]
+    compile(cell.source, "install", "exec")  # valid Python
+    namespace = {}
+    header = cell.source.split("if importlib.util.find_spec")[0]
+    exec(header, namespace)  # imports and the two constants, no install
+    assert namespace["WHEEL_NAME"] == wheel.name
+    assert base64.b64decode(namespace["WHEEL"]) == wheel.read_bytes()
+    assert f"[{downloads.EXTRAS}]" in cell.source
+
+
+def test_the_execution_report_says_whether_outputs_were_reused():
+    pytest.importorskip("nbformat")
+    report = extension("execution_report")
+    data = {"runtime": 1.5, "succeeded": True, "error": None, "traceback": ""}
+    data["other"] = "left out"
+    cached = SimpleNamespace(pk=3)
+    line = report.entry(data, cached, before={3})
+    assert line == {
+        "runtime": 1.5,
+        "succeeded": True,
+        "error": None,
+        "traceback": "",
+        "reused": True,
+    }
+    assert not report.entry(data, cached, before={1})["reused"]
+    assert not report.entry(data, None, before={3})["reused"]
+
+
+def test_a_vega_lite_output_becomes_a_div_and_its_script():
+    pytest.importorskip("myst_nb")
+    figures = extension("interactive_figures")
+    spec = {"mark": "point", "title": "</script>"}
+    data = SimpleNamespace(mime_type=figures.MIMETYPE, content=spec)
+    (node,) = figures.VegaLiteRenderer.handle_mime(None, data, inline=False)
+    html = node.astext()
+    assert f'class="{figures.MARKER}"' in html and "vegaEmbed(" in html
+    assert '</script>"' not in html and "<\\/script>" in html, (
+        "a '</' in the spec would end the script early"
+    )
+    as_text = SimpleNamespace(
+        mime_type=figures.MIMETYPE, content=json.dumps(spec)
+    )
+    (same,) = figures.VegaLiteRenderer.handle_mime(None, as_text, False)
+    assert same.astext() == html, "one id per spec, given as dict or text"
+    assert (
+        figures.VegaLiteRenderer.handle_mime(None, data, inline=True) is None
+    )
+    context = {"body": f'<div class="{figures.MARKER}"></div>'}
+    figures._load_vega(None, "page", None, context, None)
+    assert context["script_files"] == [f"_static/{s}" for s in figures.SCRIPTS]
+    plain = {"body": "<p>text</p>"}
+    figures._load_vega(None, "page", None, plain, None)
+    assert "script_files" not in plain, "pages without figures load no Vega"

@@ -1,0 +1,92 @@
+"""Statistics: rank correlation, intervals, the choice of a learning rate."""
+
+import math
+
+import pytest
+import torch
+
+from mha_lib.statistics import (
+    best_rate,
+    paired_bootstrap,
+    rank_correlation,
+    wilson_interval,
+)
+
+
+def test_rank_correlation():
+    assert math.isclose(rank_correlation([1, 2, 3, 4], [10, 20, 30, 40]), 1.0)
+    assert math.isclose(rank_correlation([1, 2, 3, 4], [4, 3, 2, 1]), -1.0)
+    assert math.isclose(rank_correlation([1, 2, 3], [1, 100, 2]), 0.5)
+    with pytest.raises(ValueError):
+        rank_correlation([1, 2], [1, 2, 3])
+
+
+def test_rank_correlation_averages_tied_ranks():
+    # ranks (0, 1.5, 1.5, 3) against (0, 1, 2, 3): 0.949, whichever of the
+    # tied items comes first (scipy.stats.spearmanr agrees)
+    expected = 0.9 / math.sqrt(0.9)
+    assert math.isclose(
+        rank_correlation([1, 2, 2, 3], [1, 2, 3, 4]), expected, rel_tol=1e-9
+    )
+    assert math.isclose(
+        rank_correlation([1, 2, 2, 3], [1, 3, 2, 4]), expected, rel_tol=1e-9
+    )
+
+
+def test_rank_correlation_matches_scipy_with_many_ties():
+    stats = pytest.importorskip("scipy.stats")
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        a, b = torch.randint(4, (2, 12), generator=generator)
+        if len(a.unique()) > 1 and len(b.unique()) > 1:
+            expected = stats.spearmanr(a.tolist(), b.tolist())[0]
+            assert math.isclose(
+                rank_correlation(a, b), expected, abs_tol=1e-12
+            )
+
+
+@pytest.mark.parametrize("constant", [[2, 2, 2], [0.5, 0.5, 0.5]])
+def test_rank_correlation_refuses_a_constant_sequence(constant):
+    with pytest.raises(ValueError, match="constant"):
+        rank_correlation(constant, [1, 2, 3])
+    with pytest.raises(ValueError, match="constant"):
+        rank_correlation([3, 1, 2], constant)
+
+
+def test_wilson_interval_known_values():
+    low, high = wilson_interval(7, 20)  # a textbook case: 0.35 of 20
+    assert abs(low - 0.181) < 1e-3 and abs(high - 0.567) < 1e-3
+    assert wilson_interval(0, 20)[0] == 0 and wilson_interval(20, 20)[1] == 1
+    assert wilson_interval(0, 20)[1] > 0.1, "no successes still leaves doubt"
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)
+
+
+def test_paired_bootstrap_finds_a_real_difference_and_not_a_false_one():
+    generator = torch.Generator().manual_seed(0)
+    groups = torch.arange(600) // 3
+    better = torch.rand(600, generator=generator) < 0.7
+    worse = torch.rand(600, generator=generator) < 0.5
+    gain, low, high = paired_bootstrap(better, worse, groups)
+    assert low > 0 and low < gain < high
+    _, low, high = paired_bootstrap(better, better.clone(), groups)
+    assert low == high == 0
+    _, wide_low, wide_high = paired_bootstrap(
+        better, worse, groups, confidence=1 - 0.05 / 22, resamples=10_000
+    )
+    _, low, high = paired_bootstrap(better, worse, groups)
+    assert wide_low < low and wide_high > high, "more confidence, wider"
+    with pytest.raises(ValueError, match="confidence"):
+        paired_bootstrap(better, worse, groups, confidence=95)
+
+
+def test_best_rate_counts_solved_seeds_before_the_median():
+    losses = {
+        0.01: [0.25, 0.25, 0.25, 0.25],  # a plateau, lowest median
+        0.03: [0.001, 0.3, 0.3, 0.3],  # one seed solved
+        0.1: [0.5, 0.5, 0.5, 0.5],
+    }
+    assert best_rate(losses, solved_below=0.05) == 0.03
+    assert best_rate({0.01: [0.3], 0.1: [0.2]}, solved_below=0.05) == 0.1
+    with pytest.raises(ValueError, match="empty"):
+        best_rate({}, solved_below=0.05)
