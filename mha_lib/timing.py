@@ -68,8 +68,8 @@ def time_interleaved(layers, x, *, repeats=20, warmup=3, threads=1):
     """Seconds per forward+backward (see ``seconds``) for each of ``{name:
     layer}``, measured round-robin.
 
-    Each repeat times every layer once, starting from a different layer each
-    time and alternating direction, so that a change in machine load, or the
+    Each repeat times every layer once, in an order that is rotated and
+    reversed from repeat to repeat, so that a change in machine load, or the
     cache a previous layer left warm, hits all layers alike instead of biasing
     whichever was measured at the time. ``threads`` sets PyTorch's CPU thread
     count while timing (restored afterwards; ``None`` leaves it): with one
