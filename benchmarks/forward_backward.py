@@ -2,8 +2,9 @@
 torch.nn.MultiheadAttention.
 
 Same weights, same input, ``need_weights=False``, the two layers timed in
-alternation so that drifts in machine load hit both alike; reports the median
-of many runs and the time ratio.
+alternation so that drifts in machine load hit both alike (on a CPU, the CPU
+time of one thread; on a GPU, the wall time); reports the median of many runs
+and the time ratio.
 
     # batch 32, seq 128, d_model 256, 8 heads:
     python benchmarks/forward_backward.py

@@ -14,7 +14,8 @@ One idea per module:
   modules.
 - ``memory``: the activations a layer keeps for backward, formula and
   measurement.
-- ``timing``: wall-clock timing that is honest on CPU and GPU.
+- ``timing``: timing that a busy neighbour does not skew: CPU time on a
+  CPU, wall time on a GPU.
 - ``checks``: input checks with messages that say what was expected.
 - ``runtime``: the device and the seeds.
 - ``report``: what a chapter reports to the book (glued numbers, checked

@@ -1,6 +1,8 @@
-"""Wall-clock timing that is honest on CPU and GPU (Chapter 3; the benchmark in
+"""Timing that other programs on a shared machine do not skew: CPU time on a
+CPU, synchronized wall time on a GPU (Chapters 3 and 5; the benchmark in
 benchmarks/)."""
 
+import gc
 import statistics
 import time
 
@@ -16,13 +18,36 @@ def synchronize(device):
         torch.cuda.synchronize(device)
 
 
+def clock_name(device):
+    """What ``seconds`` measures on ``device``, in words for a page."""
+    return "CPU time" if torch.device(device).type == "cpu" else "wall time"
+
+
 def seconds(step, device):
-    """Seconds one call of ``step()`` takes on ``device``."""
-    synchronize(device)
-    start = time.perf_counter()
-    step()
-    synchronize(device)
-    return time.perf_counter() - start
+    """Seconds one call of ``step()`` takes on ``device``.
+
+    On a CPU this is the CPU time of this process: a busy neighbour (another
+    notebook, a second program on a 2-core cloud runtime) delays the work,
+    inflating wall time by whatever the scheduler decides, but does not add to
+    the process's CPU time. On a GPU the work runs outside the process, so the
+    wall time between two synchronizations is measured. Garbage collection is
+    paused meanwhile, as ``timeit`` does, so that a collection of earlier
+    garbage is not charged to this step.
+    """
+    timer = time.process_time
+    if torch.device(device).type != "cpu":
+        timer = time.perf_counter
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        synchronize(device)
+        start = timer()
+        step()
+        synchronize(device)
+        return timer() - start
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def forward_backward(layer, x):
@@ -39,25 +64,31 @@ def summarize(times):
     return median, q1, q3
 
 
-def time_round_robin(steps, device, *, repeats=20, warmup=3, threads=None):
-    """Seconds of each call of every ``{name: step}``, measured round-robin:
-    ``{name: [seconds per repeat]}``.
+def time_round_robin(steps, device, *, repeats=20, warmup=3, threads=1):
+    """Seconds (see :func:`seconds`) of each call of every ``{name: step}``,
+    measured round-robin: ``{name: [seconds per repeat]}``.
 
-    Each repeat times every step once, in alternating order, so that a change
-    in machine load hits all steps alike instead of biasing whichever was
-    measured at the time. The first ``warmup`` rounds are not kept. ``threads``
-    sets PyTorch's CPU thread count while timing (restored afterwards): on a
-    shared machine one thread keeps the ratios between steps steady, where
-    threads that wait for each other do not.
+    Each repeat times every step once, in an order that is rotated and
+    reversed from repeat to repeat, so that a change in machine load, or the
+    cache a previous step left warm, hits all steps alike instead of biasing
+    whichever was measured at the time. The first ``warmup`` rounds are not
+    kept. ``threads`` sets PyTorch's CPU thread count while timing (restored
+    afterwards; ``None`` leaves it): with one thread the CPU time is the work
+    itself, where several threads add the time they spin waiting for each
+    other, which grows when a neighbour takes their cores.
     """
+    if not steps:
+        raise ValueError("steps must map at least one name to a step")
     check_positive_int("repeats", repeats)
     previous = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(check_positive_int("threads", threads))
+    items = list(steps.items())
     times = {name: [] for name in steps}
     try:
         for round_ in range(warmup + repeats):
-            order = list(steps.items())
+            start = round_ // 2 % len(items)
+            order = items[start:] + items[:start]
             if round_ % 2:
                 order.reverse()
             for name, step in order:
@@ -69,9 +100,11 @@ def time_round_robin(steps, device, *, repeats=20, warmup=3, threads=None):
     return times
 
 
-def time_interleaved(layers, x, *, repeats=20, warmup=3, threads=None):
+def time_interleaved(layers, x, *, repeats=20, warmup=3, threads=1):
     """Seconds per forward+backward for each of ``{name: layer}``, measured
     round-robin (:func:`time_round_robin`)."""
+    if not layers:
+        raise ValueError("layers must map at least one name to a layer")
     steps = {
         name: lambda layer=layer: forward_backward(layer, x)
         for name, layer in layers.items()

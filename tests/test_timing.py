@@ -1,12 +1,78 @@
-"""Round-robin timing: every layer timed as often, the thread count
-restored."""
+"""Timing that a busy neighbour does not skew: CPU time on a CPU, every layer
+timed round-robin, and the chapters' timing claims still true beside two
+processes that keep a 2-core machine busy (as a free cloud runtime is)."""
+
+import gc
+import statistics
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
 from support import DEVICES
+from torch import nn
 
 import mha_lib
-from mha_lib.timing import summarize, time_interleaved, time_round_robin
+from mha_lib import AttentionSpec
+from mha_lib.timing import (
+    seconds,
+    summarize,
+    time_interleaved,
+    time_round_robin,
+)
+
+
+@pytest.fixture
+def busy_cpu():
+    """Two processes that spin for as long as the test runs, one per core of
+    a 2-core machine."""
+    spin = [sys.executable, "-c", "while True: pass"]
+    burners = [subprocess.Popen(spin) for _ in range(2)]
+    try:
+        time.sleep(0.2)  # let them start spinning
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+        for burner in burners:
+            burner.wait()
+
+
+def test_seconds_on_a_cpu_leave_out_time_the_process_waits():
+    # waiting is what a busy neighbour makes a process do: wall time counts
+    # it, the CPU time of the process does not
+    assert seconds(lambda: time.sleep(0.3), "cpu") < 0.1
+
+
+def test_seconds_pause_garbage_collection_for_the_step_only():
+    collecting = []
+    seconds(lambda: collecting.append(gc.isenabled()), "cpu")
+    assert collecting == [False] and gc.isenabled()
+
+
+class Logged(nn.Module):
+    """A layer that writes its name to ``log`` when called."""
+
+    def __init__(self, name, log):
+        super().__init__()
+        self.name, self.log = name, log
+        self.scale = nn.Parameter(torch.ones(()))
+
+    def forward(self, x):
+        self.log.append(self.name)
+        return self.scale * x, None
+
+
+def test_time_interleaved_starts_its_rounds_from_every_layer():
+    log = []
+    names = ["a", "b", "c", "d"]
+    layers = {name: Logged(name, log) for name in names}
+    time_interleaved(layers, torch.ones(2), repeats=8, warmup=0)
+    size = len(names)
+    rounds = [log[i : i + size] for i in range(0, len(log), size)]
+    assert all(sorted(r) == names for r in rounds)
+    assert {r[0] for r in rounds} == set(names)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -23,13 +89,59 @@ def test_time_interleaved_times_every_layer_and_restores_threads(device):
     assert q1 <= median <= q3
     with pytest.raises(ValueError, match="threads"):
         time_interleaved(layers, x, repeats=1, threads=0)
+    with pytest.raises(ValueError, match="layers"):
+        time_interleaved({}, x)
 
 
 def test_round_robin_alternates_the_order_and_drops_the_warm_up():
     calls = []
     steps = {name: lambda name=name: calls.append(name) for name in "abc"}
     times = time_round_robin(steps, "cpu", repeats=3, warmup=1)
-    assert calls == list("abccbaabccba"), "alternating order"
+    assert calls == list("abccbabcaacb"), "rotated, alternating order"
     assert {name: len(t) for name, t in times.items()} == dict(a=3, b=3, c=3)
     with pytest.raises(ValueError, match="repeats"):
         time_round_robin(steps, "cpu", repeats=0)
+
+
+# The layers, sizes and claims of the timing cells of Chapters 3 ("Is it a
+# speed trick?") and 5 ("Measured: time and memory"), with fewer repeats.
+
+
+def test_chapter_3_timing_claims_hold_on_a_busy_cpu(busy_cpu):
+    torch.manual_seed(0)
+    width, h, n_tokens = 256, 8, 64
+    x = torch.randn(4, n_tokens, width).requires_grad_()
+    heads = [1, 2, 4, 8, 16, 32, 64]
+    standard = {n: mha_lib.MultiHeadAttention(width, n) for n in heads}
+    for layer in standard.values():
+        layer.load_state_dict(standard[1].state_dict())
+    rivals = {
+        "one": standard[1],
+        "separate": mha_lib.to_per_head(standard[h]),
+        "wide": mha_lib.MultiHeadAttention(width, h, head_dim=width),
+    }
+    raw = time_interleaved(
+        {**standard, **rivals}, x, repeats=3, warmup=1, threads=1
+    )
+    median = {name: summarize(times)[0] for name, times in raw.items()}
+    ratio = {name: median[name] / median[h] for name in rivals}
+    slowdown = {n: median[n] / median[1] for n in heads}
+    assert 0.5 < ratio["one"] < 2, ratio
+    assert ratio["separate"] > 1.2, ratio
+    assert ratio["wide"] > h / 2, ratio
+    assert all(0.67 < slowdown[n] < 1.5 for n in (2, 4, 8)), slowdown
+    assert min(slowdown.values()) > 0.67, slowdown
+    assert slowdown[64] > 1.2, slowdown
+
+
+def test_chapter_5_timing_claims_hold_on_a_busy_cpu(busy_cpu):
+    torch.manual_seed(0)
+    x = torch.randn(4, 128, 256)
+    timed = {
+        (kind, heads): AttentionSpec.named(kind, 256, heads).build()
+        for kind, heads in [("standard", 16), ("wide", 4), ("wide", 16)]
+    }
+    raw = time_interleaved(timed, x, repeats=3, warmup=0, threads=1)
+    median = {key: statistics.median(times) for key, times in raw.items()}
+    assert median["wide", 16] > 2 * median["standard", 16], median
+    assert median["wide", 16] > 1.5 * median["wide", 4], median
