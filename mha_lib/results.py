@@ -151,7 +151,8 @@ class Parts:
 
     ``parts.get(key, run)`` returns the stored result of part ``key``, or calls
     ``run()``, stores its (JSON) result with its wall time, and returns it.
-    ``parts.seconds`` is the wall time of all the parts, over every resumption.
+    ``parts.seconds`` is the wall time of all the parts, over every resumption
+    (summed, where two processes shared the parts).
     :meth:`save` writes the run's result and removes the partial file.
     """
 
@@ -164,13 +165,27 @@ class Parts:
             json.loads(self.path.read_text()) if self.path.is_file() else {}
         )
 
+    def __contains__(self, key):
+        self._refresh()
+        return key in self.done
+
+    def _refresh(self):
+        """Take in the parts that another process running the same command
+        finished meanwhile (on a 2-core machine two processes of one thread
+        each can share a run's parts)."""
+        if self.path.is_file():
+            self.done = {**json.loads(self.path.read_text()), **self.done}
+
     def get(self, key, run):
-        if key not in self.done:
+        if key not in self:
             begun = time.time()
             result = run()
             seconds = round(time.time() - begun, 1)
+            self._refresh()
             self.done[key] = {"result": result, "seconds": seconds}
-            self.path.write_text(json.dumps(self.done))
+            written = self.path.with_suffix(".tmp")  # then renamed: atomic
+            written.write_text(json.dumps(self.done))
+            written.replace(self.path)
             print(f"{key}: {seconds:.0f} s", flush=True)
         return self.done[key]["result"]
 

@@ -1,6 +1,7 @@
 """Chapter 5's full experiment: chunked, standard and wide layers on two tasks.
 
-    python3 scripts/ch5_experiment.py   # about an hour on a 2-core CPU
+    python3 scripts/ch5_experiment.py   # hours on a 2-core CPU
+    python3 scripts/ch5_experiment.py --only long_more   # beside it, to share
 
 writes ``mha_lib/results/ch5_experiment.json`` (with the command, device,
 versions and wall time), which Chapter 5 reads. Three parts, each trained with
@@ -24,6 +25,8 @@ broken by the lowest median loss; it is chosen on seeds 0-9 alone. A run that
 stops can be started again: finished layers are kept in a partial file beside
 the result and skipped.
 """
+
+import argparse
 
 import mha_lib
 from mha_lib import results, statistics
@@ -188,15 +191,24 @@ def splits(records):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--only",
+        choices=["grid", "long", "long_more", "paths"],
+        help="run only these parts, beside a full run in another process "
+        "(the two share the partial file); writes no result",
+    )
+    only = parser.parse_args().only
     device = mha_lib.pick_device()
     parts = results.Parts("ch5_experiment")
 
     def part(name, task_name, sizes, run):
-        """``run(task_name, sizes, device)``, or its records if it ran."""
-        return parts.get(
-            f"{name} | {key(task_name, sizes)}",
-            lambda: run(task_name, sizes, device),
-        )
+        """``run(task_name, sizes, device)``, or its records if it ran; None
+        for a part this process leaves to another (``--only``)."""
+        full = f"{name} | {key(task_name, sizes)}"
+        if only and name != only and full not in parts:
+            return None
+        return parts.get(full, lambda: run(task_name, sizes, device))
 
     grid = {}
     for task_name in TASKS:
@@ -218,27 +230,26 @@ def main():
             more = long_runs(task_name, sizes, MORE_SEEDS, lr, device)
             return first + more
 
-        long += part("long", task_name, sizes, tuned_then_more)
+        long += part("long", task_name, sizes, tuned_then_more) or []
     for task_name, sizes in long_layers(grid):
         records = [r for r in long if r["task"] == task_name]
         records = [r for r in records if r["layer"] == label(sizes)]
+        if not records:  # left to the other process
+            continue
         lr = best_rate([r for r in records if r["seed"] in FIRST_SEEDS])
 
         def extra(task_name, sizes, device, lr=lr):
             return long_runs(task_name, sizes, EXTRA_SEEDS, lr, device)
 
-        long_more += part("long_more", task_name, sizes, extra)
+        long_more += part("long_more", task_name, sizes, extra) or []
     paths = []
     for task_name in TASKS:
         for sizes in path_layers():
             if key(task_name, sizes) in grid:  # the same layer is in the grid
                 continue
-            paths += part(
-                "paths",
-                task_name,
-                sizes,
-                short_runs,
-            )
+            paths += part("paths", task_name, sizes, short_runs) or []
+    if only:
+        return
     data = {
         "settings": {
             "d_model": D_MODEL,
