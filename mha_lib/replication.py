@@ -100,26 +100,25 @@ class Share:
         )
 
 
-def stored_claims(chapter, checked):
+def replication_table(chapter, checked):
     """The claims of ``chapter`` in the stored replication
     (``mha_lib/results/replication.json``, written by ``scripts/replicate.py
-    --store``): ``(seeds, rows)``, a row per claim with its values on the
-    chapter's seeds and on the new ones.
+    --store``), as a table: each claim's value on the chapter's seeds and on
+    the new ones.
 
     ``checked`` are the claims the chapter checked in this run
     (:attr:`mha_lib.report.Claims.checked`): where the stored claims differ,
     the file is stale and a ``ValueError`` says how to renew it; a claim that
     failed on the new seeds raises ``AssertionError``. A chapter run by
-    ``scripts/replicate.py`` itself skips both tests.
+    ``scripts/replicate.py`` itself shows nothing here.
     """
-    from . import results
+    from . import report, results
 
+    if os.environ.get(CLAIMS_VARIABLE):  # a replication run itself
+        return report.markdown_table(["claim"], [])
     stored = results.load("replication")["data"]
     rows = [row for row in stored["claims"] if row["chapter"] == chapter]
-    texts = [row["claim"] for row in rows]
-    if os.environ.get(CLAIMS_VARIABLE):
-        return stored["seeds"], rows
-    if texts != list(checked):
+    if [row["claim"] for row in rows] != list(checked):
         raise ValueError(
             f"the stored replication of Chapter {chapter} checked other "
             "claims than this run did; run again: python3 "
@@ -131,4 +130,15 @@ def stored_claims(chapter, checked):
             f"on the new seeds these claims of Chapter {chapter} failed: "
             + "; ".join(failed)
         )
-    return stored["seeds"], rows
+    seeds = stored["seeds"]
+    return report.markdown_table(
+        ["claim", "this chapter's seeds", f"seeds {seeds[0]}-{seeds[-1]}"],
+        [
+            [
+                row["claim"],
+                row["chapter_seeds"] or "✓",
+                row["new_seeds"] or "✓",
+            ]
+            for row in rows
+        ],
+    )

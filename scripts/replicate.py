@@ -20,7 +20,8 @@ language model (minutes per seed and variant on a CPU), so none is re-trained
 here; Chapter 7 re-trains a subset of its stored runs itself.
 
 With ``--store`` the run is written to ``mha_lib/results/replication.json``,
-which the two chapters show.
+which the two chapters show (a chapter run alone replaces its own rows of a
+stored run on the same seeds).
 """
 
 import argparse
@@ -181,6 +182,18 @@ def main():
     print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
     if args.store and not args.only_new:
         data = {"seeds": seeds, "chapters": chapters, "claims": rows}
+        try:  # keep the other chapters of a stored run on the same seeds
+            kept = results.load("replication")["data"]
+        except FileNotFoundError:
+            kept = None
+        if kept and kept["seeds"] == seeds:
+            others = [
+                r for r in kept["claims"] if r["chapter"] not in chapters
+            ]
+            data["claims"] = sorted(
+                others + rows, key=lambda row: row["chapter"]
+            )
+            data["chapters"] = sorted(set(kept["chapters"]) | set(chapters))
         results.save(
             "replication", data, device=device, seconds=time.time() - begun
         )

@@ -64,12 +64,12 @@ def test_claims_record_instead_of_stopping_in_a_replication(
 
 def test_the_stored_replication_refuses_stale_claims(monkeypatch):
     monkeypatch.delenv("MHA_CLAIMS", raising=False)
-    seeds, rows = replication.stored_claims(
-        4, [row["claim"] for row in _stored_rows(4)]
-    )
-    assert len(seeds) >= 20 and all(row["held"] for row in rows)
+    rows = _stored_rows(4)
+    assert rows and all(row["held"] for row in rows)
+    table = replication.replication_table(4, [row["claim"] for row in rows])
+    assert rows[0]["claim"] in table.data
     with pytest.raises(ValueError, match="replicate.py"):
-        replication.stored_claims(4, ["a claim the chapter never checked"])
+        replication.replication_table(4, ["a claim the chapter never checked"])
 
 
 def _stored_rows(chapter):
