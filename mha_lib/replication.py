@@ -92,6 +92,13 @@ class Share:
             return self.interval[1] >= fraction
         return self.fraction >= fraction
 
+    def at_most(self, fraction):
+        """Whether these seeds bear out "the rate is at most ``fraction``"
+        (with fewer than :data:`FEW` seeds: the interval reaches it)."""
+        if self.total < FEW:
+            return self.interval[0] <= fraction
+        return self.fraction <= fraction
+
     def __str__(self):
         low, high = self.interval
         return (

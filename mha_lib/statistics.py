@@ -116,3 +116,39 @@ def best_rate(losses_by_rate, solved_below):
         return -solved, statistics.median(losses)
 
     return min(losses_by_rate, key=rank)
+
+
+def fisher_one_sided(first, first_total, second, second_total):
+    """One-sided Fisher exact test that the first group's rate is higher:
+    the probability of ``first`` or more successes in the first group if
+    both groups had the same rate (hypergeometric tail)."""
+    for name, count, total in (
+        ("first", first, first_total),
+        ("second", second, second_total),
+    ):
+        if not 0 <= count <= total or total <= 0:
+            raise ValueError(
+                f"{name}: need 0 <= successes <= trials and trials > 0, got "
+                f"{count} of {total}"
+            )
+    successes, everyone = first + second, first_total + second_total
+    tail = sum(
+        math.comb(successes, k)
+        * math.comb(everyone - successes, first_total - k)
+        for k in range(first, min(first_total, successes) + 1)
+    )
+    return tail / math.comb(everyone, first_total)
+
+
+def smallest_resolvable(count, total, level=0.05):
+    """The fewest successes out of ``total`` that a second group would need
+    for a one-sided Fisher test to tell it above ``count`` of ``total`` at
+    ``level``; None where no count would: what these seeds can resolve."""
+    return next(
+        (
+            better
+            for better in range(count + 1, total + 1)
+            if fisher_one_sided(better, total, count, total) < level
+        ),
+        None,
+    )

@@ -38,6 +38,8 @@ def test_a_share_is_judged_by_its_count_and_with_few_seeds_by_its_interval():
     # three seeds can refute "at least 80 %", not establish it
     assert Share.of([True, True, False]).at_least(0.8)
     assert not Share.of([False, False, False]).at_least(0.8)
+    assert Share(2, 20).at_most(0.1) and not Share(3, 20).at_most(0.1)
+    assert Share(1, 3).at_most(0.1) and not Share(3, 3).at_most(0.1)
     with pytest.raises(ValueError, match="no seeds"):
         Share.of([])
 

@@ -1,4 +1,5 @@
-"""Statistics: rank correlation, intervals, the choice of a learning rate."""
+"""Statistics: rank correlation, intervals, Fisher's test, the choice of a
+learning rate."""
 
 import math
 
@@ -7,8 +8,10 @@ import torch
 
 from mha_lib.statistics import (
     best_rate,
+    fisher_one_sided,
     paired_bootstrap,
     rank_correlation,
+    smallest_resolvable,
     wilson_interval,
 )
 
@@ -90,3 +93,22 @@ def test_best_rate_counts_solved_seeds_before_the_median():
     assert best_rate({0.01: [0.3], 0.1: [0.2]}, solved_below=0.05) == 0.1
     with pytest.raises(ValueError, match="empty"):
         best_rate({}, solved_below=0.05)
+
+
+def test_fisher_one_sided_is_the_hypergeometric_tail():
+    from scipy.stats import fisher_exact
+
+    for a, b in ((36, 31), (10, 3), (5, 5), (0, 4), (20, 0)):
+        expected = fisher_exact(
+            [[a, 40 - a], [b, 40 - b]], alternative="greater"
+        ).pvalue
+        assert abs(fisher_one_sided(a, 40, b, 40) - expected) < 1e-12
+    with pytest.raises(ValueError, match="first"):
+        fisher_one_sided(5, 4, 1, 4)
+
+
+def test_smallest_resolvable_says_what_the_seeds_could_tell_apart():
+    assert smallest_resolvable(0, 20) == 5  # 5 of 20 against 0 of 20
+    assert fisher_one_sided(5, 20, 0, 20) < 0.05
+    assert fisher_one_sided(4, 20, 0, 20) >= 0.05
+    assert smallest_resolvable(18, 20) is None  # nothing above is resolvable
