@@ -14,6 +14,8 @@ import http.server
 import json
 import re
 import shutil
+import subprocess
+import sys
 import threading
 import unicodedata
 from urllib.parse import urldefrag, urljoin, urlparse
@@ -403,6 +405,41 @@ def test_search_finds_a_term(site, browser):
     page.close()
 
 
+# Prints the text of pages [start, stop) of a PDF as a JSON list.
+PAGE_TEXTS = (
+    "import json, sys, pypdf; pages = pypdf.PdfReader(sys.argv[1]).pages; "
+    "start, stop = map(int, sys.argv[2:]); "
+    "print(json.dumps([p.extract_text() for p in pages[start:stop]]))"
+)
+
+
+def page_texts(pdf, count, workers=2):
+    """The text of each page of ``pdf``, extracted by ``workers`` processes
+    side by side (pypdf reads a page's content in Python: seconds a page)."""
+    bounds = [count * i // workers for i in range(workers + 1)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                PAGE_TEXTS,
+                str(pdf),
+                str(start),
+                str(stop),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for start, stop in zip(bounds, bounds[1:])
+    ]
+    texts = []
+    for process in processes:
+        output, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, "extracting the PDF's text failed"
+        texts += json.loads(output)
+    return texts
+
+
 def test_the_pdf_of_the_book_holds_every_chapter(site):
     pypdf = pytest.importorskip(
         "pypdf", reason="pypdf is not installed (pip install pypdf)"
@@ -410,9 +447,9 @@ def test_the_pdf_of_the_book_holds_every_chapter(site):
     _, html_root = site
     pdf = html_root / "mha-answered.pdf"
     assert pdf.is_file(), "the build wrote no PDF (book/_ext/book_pdf.py)"
+    reader = pypdf.PdfReader(pdf)
     text = unicodedata.normalize(
-        "NFKC",
-        " ".join(page.extract_text() for page in pypdf.PdfReader(pdf).pages),
+        "NFKC", " ".join(page_texts(pdf, len(reader.pages)))
     )
     squeezed = "".join(text.split())  # line breaks fall anywhere in a title
     for chapter in sorted((ROOT / "notebooks").glob("*.ipynb")):
@@ -425,7 +462,6 @@ def test_the_pdf_of_the_book_holds_every_chapter(site):
             f"the PDF lacks {chapter.stem} ({title!r})"
         )
     assert "\\frac" not in text and "$$" not in text, "the PDF shows raw TeX"
-    reader = pypdf.PdfReader(pdf)
     outline = reader.outline
     top = [item.title for item in outline if not isinstance(item, list)]
     assert "Contents" in top and any(t.startswith("1. ") for t in top), (
