@@ -37,6 +37,7 @@ BUILD_COMMAND = [
 ]
 _builds = []  # the build made in this session, if any
 _running = []  # the build started in the background, if any
+_asked = []  # the first test in tests/, when it asked whether to build
 
 
 @dataclass
@@ -113,7 +114,6 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = [item for item in items if not _needs_the_book(item)] + [
         item for item in items if _needs_the_book(item)
     ]
-    config.book_wanted = any(_needs_the_book(item) for item in items)
 
 
 def _nbval_ran(config):
@@ -123,9 +123,12 @@ def _nbval_ran(config):
 def pytest_runtest_setup(item):
     """The build starts with the first test in tests/: the chapters' cells,
     which run before, have filled the cache it reuses."""
-    config = item.config
-    if not _running and getattr(config, "book_wanted", False):
-        _running.append(_BackgroundBuild(_nbval_ran(config)))
+    if _asked:
+        return
+    _asked.append(item)
+    # the items left to run, after -k and the like have deselected some
+    if any(map(_needs_the_book, item.session.items)):
+        _running.append(_BackgroundBuild(_nbval_ran(item.config)))
 
 
 @pytest.fixture(scope="session")
