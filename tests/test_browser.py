@@ -14,6 +14,8 @@ import http.server
 import json
 import re
 import shutil
+import subprocess
+import sys
 import threading
 import unicodedata
 from urllib.parse import urldefrag, urljoin, urlparse
@@ -68,6 +70,32 @@ def browser():
         )
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def opened(site, browser):
+    """Each page opened once at 1280 px, its screenshot saved: ``opened(name)``
+    returns (page, script errors), shared by the checks that read the page.
+
+    A chapter page takes seconds to typeset and draw; the checks at that width
+    read it in turn instead of loading it again each.
+    """
+    base, html_root = site
+    visited = {}
+
+    def open_page(name):
+        if name not in visited:
+            screenshot = (
+                html_root.parent
+                / "screenshots"
+                / name.replace("/", "_").replace(".html", ".jpg")
+            )
+            visited[name] = visit(browser, urljoin(base, name), screenshot)
+        return visited[name]
+
+    yield open_page
+    for page, _ in visited.values():
+        page.close()
 
 
 def pages(html_root):
@@ -183,7 +211,7 @@ def move_every_control(page, name):
 
 
 def test_every_page_renders_with_images_links_and_no_script_errors(
-    site, browser
+    site, opened
 ):
     """... and its math is typeset and every control of an interactive figure
     redraws it."""
@@ -198,13 +226,7 @@ def test_every_page_renders_with_images_links_and_no_script_errors(
         "controls": 0,
     }
     for name in all_pages:
-        url = urljoin(base, name)
-        screenshot = (
-            html_root.parent
-            / "screenshots"
-            / name.replace("/", "_").replace(".html", ".jpg")
-        )
-        page, script_errors = visit(browser, url, screenshot)
+        page, script_errors = opened(name)
         assert not script_errors, (
             f"{name}: script errors or requests to other hosts {script_errors}"
         )
@@ -248,7 +270,6 @@ def test_every_page_renders_with_images_links_and_no_script_errors(
                     f"{name}: link to missing anchor {href}"
                 )
             checked["links"] += 1
-        page.close()
         checked["pages"] += 1
     print(
         ", ".join(f"{count} {what}" for what, count in checked.items()),
@@ -272,14 +293,14 @@ def test_every_page_renders_with_images_links_and_no_script_errors(
     )
 
 
-def test_chapter_pages_show_questions_answers_and_figures(site, browser):
-    base, html_root = site
+def test_chapter_pages_show_questions_answers_and_figures(site, opened):
+    _, html_root = site
     chapters = [
         name for name in pages(html_root) if name.startswith("notebooks/")
     ]
     assert chapters, "no chapter pages were built"
     for name in chapters:
-        page, _ = visit(browser, urljoin(base, name))
+        page, _ = opened(name)
         text = page.inner_text("main")
         assert "Questions answered here" in text and "Short answer." in text, (
             f"{name}: no questions or answer"
@@ -289,7 +310,6 @@ def test_chapter_pages_show_questions_answers_and_figures(site, browser):
             "figs => figs.filter(f => f.clientWidth > 100).length",
         )
         assert figures >= 1, f"{name}: no figure is visible"
-        page.close()
 
 
 # Code and printed output wider than their column, every fold opened.
@@ -304,14 +324,14 @@ OVERFLOWING = """() => {
 
 
 def test_code_and_output_fit_the_column_and_nothing_stray_is_printed(
-    site, browser
+    site, opened
 ):
-    base, html_root = site
+    _, html_root = site
     chapters = [
         name for name in pages(html_root) if name.startswith("notebooks/")
     ]
     for name in chapters:
-        page, _ = visit(browser, urljoin(base, name))
+        page, _ = opened(name)
         wide = page.evaluate(OVERFLOWING)
         assert not wide, f"{name}: lines wider than the code column: {wide}"
         outputs = page.eval_on_selector_all(
@@ -324,7 +344,6 @@ def test_code_and_output_fit_the_column_and_nothing_stray_is_printed(
             if text.replace(".", "", 1).replace("-", "", 1).isdigit()
         ]
         assert not stray, f"{name}: bare values printed under cells: {stray}"
-        page.close()
 
 
 def test_nothing_essential_is_cut_off_at_phone_width(site, browser):
@@ -346,9 +365,8 @@ def test_nothing_essential_is_cut_off_at_phone_width(site, browser):
         page.close()
 
 
-def test_every_question_has_its_own_anchor(site, browser):
-    base, html_root = site
-    page, _ = visit(browser, urljoin(base, "book/answers.html"))
+def test_every_question_has_its_own_anchor(opened):
+    page, _ = opened("book/answers.html")
     for number in range(1, 17):
         heading = page.query_selector(
             f"[id='q{number}'] + h2, [id='q{number}'] h2, h2[id='q{number}']"
@@ -357,12 +375,11 @@ def test_every_question_has_its_own_anchor(site, browser):
         assert heading.inner_text().startswith(f"Q{number}."), (
             f"#q{number} holds {heading.inner_text()!r}"
         )
-    page.close()
 
 
-def test_intro_links_every_written_chapter(site, browser):
-    base, html_root = site
-    page, _ = visit(browser, urljoin(base, "book/intro.html"))
+def test_intro_links_every_written_chapter(site, opened):
+    _, html_root = site
+    page, _ = opened("book/intro.html")
     linked = set(
         page.eval_on_selector_all(
             "main table a", "links => links.map(a => a.pathname)"
@@ -372,7 +389,6 @@ def test_intro_links_every_written_chapter(site, browser):
         assert f"/notebooks/{chapter.name}" in linked, (
             f"the questions table does not link {chapter.name}"
         )
-    page.close()
 
 
 def test_search_finds_a_term(site, browser):
@@ -389,6 +405,41 @@ def test_search_finds_a_term(site, browser):
     page.close()
 
 
+# Prints the text of pages [start, stop) of a PDF as a JSON list.
+PAGE_TEXTS = (
+    "import json, sys, pypdf; pages = pypdf.PdfReader(sys.argv[1]).pages; "
+    "start, stop = map(int, sys.argv[2:]); "
+    "print(json.dumps([p.extract_text() for p in pages[start:stop]]))"
+)
+
+
+def page_texts(pdf, count, workers=2):
+    """The text of each page of ``pdf``, extracted by ``workers`` processes
+    side by side (pypdf reads a page's content in Python: seconds a page)."""
+    bounds = [count * i // workers for i in range(workers + 1)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                PAGE_TEXTS,
+                str(pdf),
+                str(start),
+                str(stop),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for start, stop in zip(bounds, bounds[1:])
+    ]
+    texts = []
+    for process in processes:
+        output, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, "extracting the PDF's text failed"
+        texts += json.loads(output)
+    return texts
+
+
 def test_the_pdf_of_the_book_holds_every_chapter(site):
     pypdf = pytest.importorskip(
         "pypdf", reason="pypdf is not installed (pip install pypdf)"
@@ -396,9 +447,9 @@ def test_the_pdf_of_the_book_holds_every_chapter(site):
     _, html_root = site
     pdf = html_root / "mha-answered.pdf"
     assert pdf.is_file(), "the build wrote no PDF (book/_ext/book_pdf.py)"
+    reader = pypdf.PdfReader(pdf)
     text = unicodedata.normalize(
-        "NFKC",
-        " ".join(page.extract_text() for page in pypdf.PdfReader(pdf).pages),
+        "NFKC", " ".join(page_texts(pdf, len(reader.pages)))
     )
     squeezed = "".join(text.split())  # line breaks fall anywhere in a title
     for chapter in sorted((ROOT / "notebooks").glob("*.ipynb")):
@@ -411,7 +462,6 @@ def test_the_pdf_of_the_book_holds_every_chapter(site):
             f"the PDF lacks {chapter.stem} ({title!r})"
         )
     assert "\\frac" not in text and "$$" not in text, "the PDF shows raw TeX"
-    reader = pypdf.PdfReader(pdf)
     outline = reader.outline
     top = [item.title for item in outline if not isinstance(item, list)]
     assert "Contents" in top and any(t.startswith("1. ") for t in top), (

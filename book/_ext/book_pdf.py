@@ -17,6 +17,7 @@ PDF is skipped with a message (the browser test is skipped there too).
 
 import functools
 import http.server
+import io
 import posixpath
 import re
 import shutil
@@ -208,7 +209,7 @@ def one_document(outdir, docnames, title, subtitle):
     style = book.new_tag("style")
     style.string = PRINT_CSS
     book.head.append(style)
-    return str(book)
+    return book
 
 
 def relink(pages):
@@ -237,10 +238,9 @@ def relink(pages):
                 link["href"] = f"#{anchor}"
 
 
-def headings(document):
+def headings(book):
     """The text of every heading of the one document, in order."""
-    soup = BeautifulSoup(document, "html.parser")
-    found = soup.find_all(["h1", "h2", "h3", "h4", "h5", "h6"])
+    found = book.find_all(["h1", "h2", "h3", "h4", "h5", "h6"])
     return [_text(heading) for heading in found]
 
 
@@ -265,39 +265,86 @@ def retitle_outline(pdf_path, titles):
     spaces, and repeats one line of some headings ("ContentsContents"). Each
     bookmark is matched, in order, to the next heading it spells once spaces
     and such a repeat are ignored; a bookmark that matches none keeps its name.
+    The renamed bookmarks are appended to the file as an update (see
+    ``append_update``): copying the whole PDF took longer than printing it.
     """
     import logging as std_logging
 
-    from pypdf import PdfWriter
+    from pypdf import PdfReader
     from pypdf.generic import NameObject, TextStringObject
 
     # pypdf warns about Chromium's harmless trailer sizes
     std_logging.getLogger("pypdf").setLevel(std_logging.ERROR)
-    writer = PdfWriter(clone_from=str(pdf_path))
-    outline = writer._root_object.get("/Outlines")
-    items, stack = [], [outline.get_object()["/First"]] if outline else []
+    reader = PdfReader(pdf_path)
+    outline = reader.trailer["/Root"].get("/Outlines")
+    # (reference, bookmark) pairs: the reference says which object to replace
+    items = []
+    stack = [outline.get_object().raw_get("/First")] if outline else []
     while stack:  # depth first, in reading order
-        item = stack.pop().get_object()
-        items.append(item)
+        reference = stack.pop()
+        item = reference.get_object()
+        items.append((reference, item))
         if "/Next" in item:
-            stack.append(item["/Next"])
+            stack.append(item.raw_get("/Next"))
         if "/First" in item:
-            stack.append(item["/First"])
-    position = 0
-    for item in items:
+            stack.append(item.raw_get("/First"))
+    position, renamed = 0, []
+    for reference, item in items:
         name = str(item["/Title"])
         for index in range(position, len(titles)):
             if spells(name, titles[index]):
                 item[NameObject("/Title")] = TextStringObject(titles[index])
+                renamed.append((reference, item))
                 position = index + 1
                 break
-    with open(pdf_path, "wb") as file:
-        writer.write(file)
+    append_update(pdf_path, reader.trailer, renamed)
 
 
-def print_pdf(html_path, pdf_path, outdir):
+def append_update(pdf_path, trailer, objects):
+    """Append new versions of ``objects`` ((reference, object) pairs) to the
+    PDF as an incremental update (PDF 1.7, section 7.5.6): the objects, a
+    cross-reference section for them and a trailer pointing back to the
+    file's last one. The bytes already there stay as they are."""
+    from pypdf.generic import DictionaryObject, NameObject, NumberObject
+
+    if not objects:
+        return
+    data = Path(pdf_path).read_bytes()
+    previous = int(re.findall(rb"startxref\s+(\d+)", data[-1024:])[-1])
+    update, offsets = io.BytesIO(), []
+    update.write(b"\n")
+    for reference, obj in sorted(objects, key=lambda pair: pair[0].idnum):
+        offsets.append((reference, len(data) + update.tell()))
+        update.write(
+            f"{reference.idnum} {reference.generation} obj\n".encode()
+        )
+        obj.write_to_stream(update)
+        update.write(b"\nendobj\n")
+    xref = len(data) + update.tell()
+    # the free head of the list first, as in a whole file's table; then a
+    # subsection of one entry for each object
+    update.write(b"xref\n0 1\n0000000000 65535 f \n")
+    for reference, offset in offsets:
+        entry = f"{offset:010d} {reference.generation:05d} n \n"
+        update.write(f"{reference.idnum} 1\n{entry}".encode())
+    new_trailer = DictionaryObject(
+        {
+            NameObject(key): trailer.raw_get(key)
+            for key in ("/Size", "/Root", "/Info", "/ID")
+            if key in trailer
+        }
+    )
+    new_trailer[NameObject("/Prev")] = NumberObject(previous)
+    update.write(b"trailer\n")
+    new_trailer.write_to_stream(update)
+    update.write(f"\nstartxref\n{xref}\n%%EOF\n".encode())
+    with open(pdf_path, "ab") as file:
+        file.write(update.getvalue())
+
+
+def print_pdf(html_path, pdf_path, outdir, titles):
     """Serve the build on localhost, open ``html_path`` in headless Chromium
-    and print it, with bookmarks and page numbers."""
+    and print it, with bookmarks (named ``titles``) and page numbers."""
     from playwright.sync_api import sync_playwright
 
     handler = functools.partial(_QuietHandler, directory=str(outdir))
@@ -331,7 +378,7 @@ def print_pdf(html_path, pdf_path, outdir):
             browser.close()
     finally:
         server.shutdown()
-    retitle_outline(pdf_path, headings(html_path.read_text(encoding="utf-8")))
+    retitle_outline(pdf_path, titles)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -356,15 +403,15 @@ def _build_pdf(app, exception):
         "An executable course on multi-head attention"
         f"<br>{app.config.author}, printed {time.strftime('%d %B %Y')}"
     )
-    document = one_document(
+    book = one_document(
         outdir,
         reading_order(app.env),
         app.config.html_title or app.config.project,
         subtitle,
     )
-    html_path.write_text(document, encoding="utf-8")
+    html_path.write_text(str(book), encoding="utf-8")
     try:
-        print_pdf(html_path, outdir / PDF_NAME, outdir)
+        print_pdf(html_path, outdir / PDF_NAME, outdir, headings(book))
     # no browser to print with: the HTML book is still complete
     except Exception as error:
         logger.info(
