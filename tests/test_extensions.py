@@ -125,7 +125,10 @@ def test_bookmark_names_are_matched_to_their_headings(book_pdf):
     assert book_pdf.spells("1.Parameters", "1. Parameters")
     assert not book_pdf.spells("Glossary", "Contents")
     assert not book_pdf.spells("x", "")
-    assert book_pdf.headings("<h1>A <b>b</b></h1><p>x</p><h3>C</h3>") == [
+    from bs4 import BeautifulSoup
+
+    page = "<h1>A <b>b</b></h1><p>x</p><h3>C</h3>"
+    assert book_pdf.headings(BeautifulSoup(page, "html.parser")) == [
         "A b",
         "C",
     ]
