@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import torch
 from support import ROOT
 
 BUILD = ROOT / "_build"
@@ -129,6 +130,9 @@ def pytest_runtest_setup(item):
     # the items left to run, after -k and the like have deselected some
     if any(map(_needs_the_book, item.session.items)):
         _running.append(_BackgroundBuild(_nbval_ran(item.config)))
+        # the build takes one core, the tests the other: two threads here
+        # would spin waiting for a core the build holds
+        torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
