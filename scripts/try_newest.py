@@ -31,8 +31,11 @@ UNIT_TESTS = ["tests", *(f"--ignore=tests/{name}" for name in SLOW)]
 
 
 def pins(lines):
-    """``{lowercase name: version}`` of ``name==version`` lines."""
-    found = (re.fullmatch(r"([\w.-]+)==(\S+)", line.strip()) for line in lines)
+    """``{lowercase name: version}`` of ``name==version`` lines, without a
+    local label (``2.13.0+cpu`` is the lock's ``2.13.0``)."""
+    found = (
+        re.fullmatch(r"([\w.-]+)==([^+\s]+)(\+\S+)?", s.strip()) for s in lines
+    )
     return {m[1].lower().replace("_", "-"): m[2] for m in found if m}
 
 
