@@ -111,6 +111,34 @@ def test_first_code_cell_installs_only_the_extras_the_chapter_imports(path):
     )
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_download_installs_the_extras_of_the_chapter(path, tmp_path):
+    """book/_ext/executed_downloads.py packs mha_lib into each download with
+    the extras and the modules of the chapter's own first code cell."""
+    import nbformat
+
+    spec = importlib.util.spec_from_file_location(
+        "executed_downloads", ROOT / "book" / "_ext" / "executed_downloads.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    notebook = nbformat.read(path, as_version=4)
+    extras, needs = module.chapter_needs(notebook)
+    first = next(c.source for c in notebook.cells if c.cell_type == "code")
+    assert f"mha-lib[{extras}]" in first and needs[0] == "mha_lib"
+    wheel = tmp_path / "mha_lib-0-py3-none-any.whl"
+    wheel.write_bytes(b"wheel")
+    source = module.install_cell(wheel, extras, needs).source
+    tree = ast.parse(source)  # the cell is Python
+    assigned = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List)
+    }
+    assert assigned["NEEDS"] == needs
+    assert f'f"{{wheel}}[{extras}]"' in source, "the wheel's extras differ"
+
+
 def test_buttons_to_the_repository_show_only_for_a_real_address():
     spec = importlib.util.spec_from_file_location(
         "set_repository", ROOT / "scripts" / "set_repository.py"

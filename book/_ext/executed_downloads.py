@@ -99,37 +99,38 @@ def _offer_executed(app, exception):
 
     cache = get_cache(app.env.mystnb_config.execution_cache_path)
     sources = Path(app.outdir) / "_sources"
-    folder = tempfile.TemporaryDirectory()
-    wheel = build_wheel(folder.name)
     offered = 0
-    for download in sources.rglob("*.ipynb"):
-        docname = download.relative_to(sources).with_suffix("").as_posix()
-        if docname not in app.env.found_docs:
-            continue  # left in _build by an earlier book, no longer a page
-        # from the chapter itself: the copy in _sources may be one an earlier
-        # build has already offered
-        source = Path(app.srcdir) / f"{docname}.ipynb"
-        notebook = nbformat.read(source, as_version=4)
-        try:
-            _, notebook = cache.merge_match_into_notebook(notebook)
-        except KeyError:
-            logger.warning(
-                f"executed_downloads: no outputs cached for {download}"
+    with tempfile.TemporaryDirectory() as folder:
+        wheel = build_wheel(folder)
+        for download in sources.rglob("*.ipynb"):
+            docname = download.relative_to(sources).with_suffix("").as_posix()
+            if docname not in app.env.found_docs:
+                continue  # left in _build by an earlier book, no longer a page
+            # from the chapter itself: the copy in _sources may be one an
+            # earlier build has already offered
+            source = Path(app.srcdir) / f"{docname}.ipynb"
+            notebook = nbformat.read(source, as_version=4)
+            try:
+                _, notebook = cache.merge_match_into_notebook(notebook)
+            except KeyError:
+                logger.warning(
+                    f"executed_downloads: no outputs cached for {download}"
+                )
+                continue
+            first_code = next(
+                i
+                for i, c in enumerate(notebook.cells)
+                if c.cell_type == "code"
             )
-            continue
-        first_code = next(
-            i for i, c in enumerate(notebook.cells) if c.cell_type == "code"
-        )
-        try:
-            cell = install_cell(wheel, *chapter_needs(notebook))
-        except ValueError as error:
-            logger.warning(f"executed_downloads: {download.name}: {error}")
-            continue
-        notebook.cells.insert(first_code, cell)
-        cell["id"] = INSTALL_ID
-        nbformat.write(notebook, download)
-        offered += 1
-    folder.cleanup()
+            try:
+                cell = install_cell(wheel, *chapter_needs(notebook))
+            except ValueError as error:
+                logger.warning(f"executed_downloads: {download.name}: {error}")
+                continue
+            notebook.cells.insert(first_code, cell)
+            cell["id"] = INSTALL_ID
+            nbformat.write(notebook, download)
+            offered += 1
     logger.info(f"executed_downloads: {offered} chapters offered with outputs")
 
 
