@@ -77,3 +77,13 @@ def test_the_lock_pins_the_torch_that_ci_installs_first():
     assert locked_versions()["torch"] == Version(torch), (
         f".ci/run installs torch {torch}; the lock pins another"
     )
+
+
+def test_the_readme_commands_install_the_lock():
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.S)
+    installs = [c for c in commands if "pip install" in c]
+    assert installs and all(
+        c.startswith("python3 -m pip install -r requirements.lock && ")
+        for c in installs
+    ), f"the README's set-up should install requirements.lock: {installs}"
