@@ -1,19 +1,37 @@
-"""Point the book at another repository (a fork): python3
+"""Point the book at its published repository (or a fork): python3
 scripts/set_repository.py URL
 
-Rewrites ``repository.url`` in ``_config.yml`` (launch and source buttons) and
-the address the first cell of every notebook installs ``mha_lib`` from.
-``tests/test_book.py`` checks that the two agree.
+Rewrites ``repository.url`` in ``_config.yml`` and the address the first cell
+of every notebook installs ``mha_lib`` from, and shows the buttons that open
+the repository: Colab, Binder, the repository and its issues. They stay hidden
+while the address is ``PLACEHOLDER``, where no repository is published. The
+command checks that the address answers (``git ls-remote``) first; add
+``--unchecked`` to skip that. ``tests/test_book.py`` checks that the address,
+the notebooks and the buttons agree.
 """
 
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# the address the course is written with: no repository is published there
+PLACEHOLDER = "https://github.com/mha-answered/mha-answered"
+# _config.yml's settings of the buttons: hidden, shown
+BUTTONS = {
+    "colab_url": ('""', "https://colab.research.google.com"),
+    "binderhub_url": ('""', "https://mybinder.org"),
+    "use_repository_button": ("false", "true"),
+    "use_issues_button": ("false", "true"),
+}
 
 
 def set_repository(new_url, root=ROOT):
+    """Write ``new_url`` into ``_config.yml`` and the notebooks; show the
+    buttons unless it is ``PLACEHOLDER``. Returns the old address and the
+    files changed."""
     if not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+", new_url):
         raise ValueError(
             "expected a URL like https://github.com/OWNER/REPO, got "
@@ -23,8 +41,19 @@ def set_repository(new_url, root=ROOT):
     old_url = re.search(
         r"^repository:\n  url: (\S+)$", config.read_text(), flags=re.M
     ).group(1)
+    shown = new_url != PLACEHOLDER
+    text = config.read_text().replace(old_url, new_url)
+    for key, values in BUTTONS.items():
+        text, found = re.subn(
+            rf"^(  {key}: ).*$", rf"\g<1>{values[shown]}", text, flags=re.M
+        )
+        if found != 1:
+            raise ValueError(f"{config} should set {key} once, not {found}")
     changed = []
-    for path in [config, *sorted((root / "notebooks").glob("*.ipynb"))]:
+    if text != config.read_text():
+        config.write_text(text)
+        changed.append(config.relative_to(root))
+    for path in sorted((root / "notebooks").glob("*.ipynb")):
         text = path.read_text()
         if old_url in text:
             path.write_text(text.replace(old_url, new_url))
@@ -32,8 +61,27 @@ def set_repository(new_url, root=ROOT):
     return old_url, changed
 
 
+def answers(url):
+    """Whether a git repository answers at ``url``."""
+    try:
+        result = subprocess.run(
+            ["git", "ls-remote", "--exit-code", url, "HEAD"],
+            capture_output=True,
+            timeout=60,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__.splitlines()[0])
-    old, changed = set_repository(sys.argv[1])
-    print(f"{old} -> {sys.argv[1]} in {len(changed)} files")
+    arguments = [a for a in sys.argv[1:] if a != "--unchecked"]
+    if len(arguments) != 1:
+        sys.exit(__doc__.split("\n\n")[0])
+    (url,) = arguments
+    if "--unchecked" not in sys.argv and not answers(url):
+        sys.exit(f"no git repository answers at {url} (or add --unchecked)")
+    old, changed = set_repository(url)
+    buttons = "hidden" if url == PLACEHOLDER else "shown"
+    print(f"{old} -> {url} in {len(changed)} files; buttons {buttons}")

