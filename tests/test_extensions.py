@@ -140,7 +140,7 @@ def test_the_install_cell_carries_the_wheel_it_installs(tmp_path):
     downloads = extension("executed_downloads")
     wheel = tmp_path / "mha_lib-0.0.0-py3-none-any.whl"
     wheel.write_bytes(b"not really a wheel \x00\xff")
-    cell = downloads.install_cell(wheel)
+    cell = downloads.install_cell(wheel, "plot,text", ["mha_lib", "bible"])
     assert cell.cell_type == "code" and cell.metadata["tags"] == ["hide-input"]
     compile(cell.source, "install", "exec")  # valid Python
     namespace = {}
@@ -148,7 +148,8 @@ def test_the_install_cell_carries_the_wheel_it_installs(tmp_path):
     exec(header, namespace)  # imports and the two constants, no install
     assert namespace["WHEEL_NAME"] == wheel.name
     assert base64.b64decode(namespace["WHEEL"]) == wheel.read_bytes()
-    assert f"[{downloads.EXTRAS}]" in cell.source
+    assert namespace["NEEDS"] == ["mha_lib", "bible"]
+    assert "[plot,text]" in cell.source
 
 
 def test_the_execution_report_says_whether_outputs_were_reused():
