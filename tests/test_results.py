@@ -34,6 +34,17 @@ def test_a_stopped_run_resumes_without_repeating_finished_parts(tmp_path):
     assert record["command"].startswith("python3 ")
 
 
+def test_two_processes_share_the_parts_of_one_run(tmp_path):
+    one = results.Parts("run", folder=tmp_path)
+    other = results.Parts("run", folder=tmp_path)  # started at the same time
+    one.get("a", lambda: 1)
+    assert "a" in other, "a part the other process finished is seen"
+    assert other.get("a", lambda: 99) == 1
+    other.get("b", lambda: 2)
+    one.get("c", lambda: 3)  # writing must keep what the other wrote
+    assert set(results.Parts("run", folder=tmp_path).done) == {"a", "b", "c"}
+
+
 SHIPPED = sorted(
     path.stem
     for path in results.FOLDER.glob("*.json")
