@@ -27,6 +27,17 @@ TORCH = re.search(
 ).group(1)
 
 
+def freeze(python):
+    """``pip freeze`` of the environment of ``python``, without the project
+    itself: one ``name==version`` line a package."""
+    return subprocess.run(
+        [python, "-m", "pip", "freeze", "--exclude-editable"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+
+
 def resolve(folder):
     """Install torch and requirements.txt into a new environment in
     ``folder``; its packages as ``name==version`` lines, sorted."""
@@ -35,12 +46,7 @@ def resolve(folder):
     pip = [python, "-m", "pip", "install", "-q"]
     subprocess.run([*pip, TORCH], check=True)
     subprocess.run([*pip, "-r", "requirements.txt"], check=True, cwd=ROOT)
-    frozen = subprocess.run(
-        [python, "-m", "pip", "freeze", "--exclude-editable"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.splitlines()
+    frozen = freeze(python)
     # torch==2.13.0+cpu: the local label names where the wheel came from, and
     # torch==2.13.0 accepts it; PyPI has no +cpu release to pin
     pinned = [re.sub(r"\+[\w.]+$", "", line) for line in frozen]

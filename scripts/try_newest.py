@@ -22,6 +22,8 @@ import tempfile
 import venv
 from pathlib import Path
 
+from lock import freeze  # scripts/lock.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements.lock"
 # the tests that build the book or run the chapters: left out by default
@@ -56,12 +58,7 @@ def main():
     arguments = sys.argv[1:] or UNIT_TESTS
     with tempfile.TemporaryDirectory() as folder:
         python = newest_environment(Path(folder))
-        frozen = subprocess.run(
-            [python, "-m", "pip", "freeze", "--exclude-editable"],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.splitlines()
+        frozen = freeze(python)
         locked, newest = pins(LOCK.read_text().splitlines()), pins(frozen)
         changed = sorted(
             name
