@@ -7,6 +7,7 @@ that held, so a reader sees *that* and *what* was verified and can open the
 code; the visible cells stay the experiment.
 """
 
+import html
 import json
 import os
 import statistics
@@ -32,8 +33,8 @@ class Claims:
 
     ``claims.check(condition, "two heads beat one on most seeds")`` raises
     ``AssertionError`` with the claim (and ``detail``, if given) when the
-    condition is false. Displayed, the object lists every claim that held, one
-    per line.
+    condition is false. Displayed, the object is one line, "✓ 9 claims
+    checked", that opens to the list of every claim that held.
 
     Where the variable ``MHA_CLAIMS`` names a file (``scripts/replicate.py``
     runs a chapter on other seeds so), each claim is appended to it as a line
@@ -73,9 +74,16 @@ class Claims:
         lines = [f"{self.title}: {self._count()}"]
         return "\n".join(lines + [f"  ✓ {claim}" for claim in self.held])
 
-    def _repr_markdown_(self):
-        items = "\n".join(f"- ✓ {claim}" for claim in self.held)
-        return f"**{self.title}** ({self._count()})\n\n{items}"
+    def _repr_html_(self):
+        count = len(self.held)
+        items = "".join(
+            f"<li>✓ {html.escape(claim)}</li>" for claim in self.held
+        )
+        return (
+            '<details class="mha-claims"><summary>'
+            f"✓ {count} claim{'' if count == 1 else 's'} checked"
+            f"</summary><ul>{items}</ul></details>"
+        )
 
 
 def spread(values, digits=3):

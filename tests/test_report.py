@@ -36,7 +36,10 @@ def test_claims_assert_and_list_what_held():
         "  ✓ one is less than two",
         "  ✓ true is true",
     ]
-    assert "- ✓ one is less than two" in claims._repr_markdown_()
+    shown = claims._repr_html_()  # one line, opening to the list
+    assert "<summary>✓ 2 claims checked</summary>" in shown
+    assert "<li>✓ one is less than two</li>" in shown
+    assert "&lt;" in Claims().check(True, "a < b")._repr_html_()
     with pytest.raises(
         AssertionError, match=r"two is less than one \(measured 2\)"
     ):
