@@ -7,8 +7,17 @@ cells of a chapter have passed, the chapter with the outputs nbval collected is
 stored in the book's execution cache (``_build/.jupyter_cache``, the ``cache``
 mode of ``_config.yml``), where the build that the book's tests start
 (``tests/conftest.py``) finds it and executes nothing again.
+
+With ``-n 2`` (pytest-xdist, the README's command) two worker processes share
+the work: each chapter runs whole on one worker (``--dist loadfile``), the two
+workers take the chapters in turn, and every chapter that ends, passed or not,
+leaves a mark in ``_build/.chapters`` that the build waits for. The report's
+table of chapter times reaches the main process with each chapter's last
+cell.
 """
 
+import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -19,12 +28,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent
 BUILD = ROOT / "_build"
 CACHE = BUILD / ".jupyter_cache"
+ENDED = BUILD / ".chapters"  # one file per chapter that has ended
 EXECUTOR = "nbval"  # recorded with each cached chapter: who executed it
 
 # chapter path -> its cell items, and the outputs and seconds of those run
 _chapters = {}
 # chapter path -> seconds, for the chapters stored in the cache
 cached_by_nbval = {}
+# chapter path -> (seconds, failed cells, cached), as the report shows them
+_ended = {}
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        # two workers on two cores: one thread each, in the chapters' kernels
+        # (which inherit this) as in the tests
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def _is_cell(item):
@@ -38,7 +57,8 @@ def pytest_collection_modifyitems(session, config, items):
     if not cells:
         return
     items[:] = cells + [item for item in items if not _is_cell(item)]
-    # this run's executions, nothing older
+    # this run's executions, nothing older (with two workers both remove it
+    # while collecting, before either runs a test)
     shutil.rmtree(BUILD, ignore_errors=True)
     config.nbval_chapters = _chapters  # read by tests/conftest.py
     for item in cells:
@@ -58,7 +78,31 @@ def pytest_runtest_call(item):
         seconds = time.perf_counter() - started
         chapter["done"][item.cell_num] = (passed, item.test_outputs, seconds)
         if item is chapter["items"][-1]:
-            _store(Path(item.fspath), chapter)
+            _end(item, chapter)
+
+
+def _end(item, chapter):
+    """Cache the chapter, mark it ended, and send its line of the report
+    along with its last cell."""
+    path = Path(item.fspath)
+    _store(path, chapter)
+    done = chapter["done"].values()
+    line = (
+        sum(d[2] for d in done),
+        sum(not d[0] for d in done),
+        path in cached_by_nbval,
+    )
+    item.user_properties.append(("chapter", [str(path), *line]))
+    ENDED.mkdir(parents=True, exist_ok=True)
+    (ENDED / path.stem).write_text(json.dumps(line))
+
+
+def pytest_runtest_logreport(report):
+    """The report's line of a chapter that ended, here or on a worker."""
+    for name, value in report.user_properties:
+        if name == "chapter" and report.when == "call":
+            path, *line = value
+            _ended[Path(path)] = line
 
 
 def _store(path, chapter):
@@ -103,16 +147,11 @@ def _finished(output, count):
 def pytest_terminal_summary(terminalreporter):
     """How long nbval took for each chapter (cells only, without the kernel's
     start)."""
-    if not _chapters:
+    if not _ended:
         return
     terminalreporter.section("chapters run by nbval")
-    for path, chapter in sorted(_chapters.items()):
-        done = chapter["done"].values()
-        seconds = sum(d[2] for d in done)
-        failed = sum(not d[0] for d in done)
-        status = (
-            "cached for the book" if path in cached_by_nbval else "not cached"
-        )
+    for path, (seconds, failed, cached) in sorted(_ended.items()):
+        status = "cached for the book" if cached else "not cached"
         if failed:
             status = f"{failed} cells failed, {status}"
         terminalreporter.write_line(

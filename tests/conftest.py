@@ -5,17 +5,20 @@ With ``--nbval`` the chapters have already run (the root ``conftest.py``) and
 the build reuses those executions from its cache. Without it, the build
 starts from an empty ``_build`` and executes every chapter itself.
 
-The build is a process of its own: it starts when the first test after the
-chapters does, and runs beside the tests that do not need it (the book's tests
-are moved to the end), so the two cores work at once.
+The build is a process of its own (``tests/build_the_book.py``), started as
+soon as every chapter has ended, which writes its result to ``_build``. It
+runs beside the tests that do not need it (the book's tests come last), so the
+two cores work at once. With two workers (``-n 2``, the README's command) the
+worker that ends the last chapter starts it, and a test of either worker that
+needs the book waits for the result.
 """
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,20 +28,14 @@ import torch
 from support import ROOT
 
 BUILD = ROOT / "_build"
-# the README's build command, started by the interpreter running the tests
-BUILD_COMMAND = [
-    sys.executable,
-    "-c",
-    "from jupyter_book.cli.main import main; main()",
-    "build",
-    "--all",
-    "--warningiserror",
-    "--keep-going",
-    str(ROOT),
-]
-_builds = []  # the build made in this session, if any
-_running = []  # the build started in the background, if any
-_asked = []  # the first test in tests/, when it asked whether to build
+ENDED = BUILD / ".chapters"  # conftest.py: one file per chapter that ended
+STARTED = BUILD / ".build-started"  # the one process that builds made it
+RESULT = BUILD / "build-result.json"  # written by build_the_book.py
+LOG = BUILD / "build.log"
+PID = BUILD / "build.pid"
+WAIT = 1800  # seconds a test waits for the build at most
+if os.environ.get("PYTEST_XDIST_WORKER"):  # two workers on two cores
+    torch.set_num_threads(1)
 
 
 @dataclass
@@ -55,100 +52,106 @@ class Build:
     execution: dict
 
 
-class _BackgroundBuild:
-    """The build command running beside the tests; ``result()`` waits for
-    it."""
+def _chapter_stems(config):
+    """The chapters nbval runs in this session (on any worker)."""
+    return [Path(path).stem for path in getattr(config, "nbval_chapters", {})]
 
-    def __init__(self, nbval_ran):
-        if not nbval_ran:  # nothing to reuse: execute every chapter afresh
-            shutil.rmtree(BUILD, ignore_errors=True)
-        # a file, not a pipe: nobody reads the output until the build ends
-        self.log = tempfile.TemporaryFile(mode="w+")
-        self.started = time.perf_counter()
-        self.process = subprocess.Popen(
-            BUILD_COMMAND,
-            cwd=ROOT,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.seconds = None
-        self.waiter = threading.Thread(target=self._wait, daemon=True)
-        self.waiter.start()
 
-    def _wait(self):
-        try:
-            self.process.wait(timeout=1800)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.seconds = time.perf_counter() - self.started
+def _start_build(config):
+    """Start the build unless this session has already started it; where
+    nbval runs no chapter, the build executes every chapter afresh."""
+    BUILD.mkdir(exist_ok=True)
+    try:  # one process wins, on whichever worker
+        os.close(os.open(STARTED, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return
+    if not _chapter_stems(config):  # nothing of an earlier build to reuse
+        for path in BUILD.iterdir():
+            if path != STARTED:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+    # beside the tests, and left to finish if this worker ends first
+    subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "build_the_book.py")],
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    # the build takes one core, the tests the other: two threads here would
+    # spin waiting for a core the build holds
+    torch.set_num_threads(1)
 
-    def result(self):
-        self.waiter.join()
-        self.log.seek(0)
-        report = BUILD / "execution.json"
-        return Build(
-            returncode=self.process.returncode,
-            log=self.log.read(),
-            seconds=self.seconds,
-            html=BUILD / "html",
-            execution=(
-                json.loads(report.read_text()) if report.is_file() else {}
-            ),
-        )
 
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.kill()
-        self.waiter.join()
-        self.log.close()
+def _main_process(config):
+    return not hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """Nothing of an earlier session's build process (with nbval,
+    ``conftest.py`` empties ``_build`` for the chapters' new runs)."""
+    if _main_process(session.config):
+        for path in (STARTED, RESULT, PID, LOG):
+            path.unlink(missing_ok=True)
+
+
+def pytest_sessionfinish(session):
+    """A build still running at the end (the session was stopped) is
+    stopped."""
+    if _main_process(session.config) and PID.is_file():
+        if not RESULT.is_file():
+            try:
+                os.killpg(int(PID.read_text()), signal.SIGTERM)
+            except (ProcessLookupError, ValueError):
+                pass
 
 
 def _needs_the_book(item):
     return "book_build" in getattr(item, "fixturenames", ())
 
 
+_wanted = []  # whether a test of this session needs the book
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     """The tests of the built book last, so that the build runs beside the
-    others."""
-    items[:] = [item for item in items if not _needs_the_book(item)] + [
-        item for item in items if _needs_the_book(item)
-    ]
+    others. Two workers take whole files in turn (``--dist loadfile``): the
+    files holding such tests go last."""
+    book = [item for item in items if _needs_the_book(item)]
+    waiting = {item.path for item in book}
+    early = [item for item in items if item.path not in waiting]
+    late = [item for item in items if item.path in waiting]
+    items[:] = early + [item for item in late if item not in book] + book
+    _wanted[:] = [bool(book)]
 
 
-def _nbval_ran(config):
-    return bool(getattr(config, "nbval_chapters", None))
-
-
-def pytest_runtest_setup(item):
-    """The build starts with the first test in tests/: the chapters' cells,
-    which run before, have filled the cache it reuses."""
-    if _asked:
+def pytest_runtest_teardown(item):
+    """The build starts once every chapter has ended, here or on the other
+    worker (at once where nbval runs no chapter), if a test needs it."""
+    if not any(_wanted) or STARTED.is_file():
         return
-    _asked.append(item)
-    # the items left to run, after -k and the like have deselected some
-    if any(map(_needs_the_book, item.session.items)):
-        _running.append(_BackgroundBuild(_nbval_ran(item.config)))
-        # the build takes one core, the tests the other: two threads here
-        # would spin waiting for a core the build holds
-        torch.set_num_threads(1)
+    chapters = _chapter_stems(item.config)
+    if all((ENDED / stem).is_file() for stem in chapters):
+        _start_build(item.config)
 
 
 @pytest.fixture(scope="session")
 def book_build(request):
     """The session's one build of the book, successful or not."""
-    if not _running:
-        _running.append(_BackgroundBuild(_nbval_ran(request.config)))
-    _builds.append(_running[0].result())
-    return _builds[-1]
-
-
-def pytest_sessionfinish(session):
-    """A build still running at the end (the session was stopped) is
-    stopped."""
-    for build in _running:
-        build.stop()
+    _start_build(request.config)
+    waited = time.perf_counter()
+    while not RESULT.is_file():
+        if time.perf_counter() - waited > WAIT:
+            pytest.fail(f"the book build did not end in {WAIT} s")
+        time.sleep(0.5)
+    result = json.loads(RESULT.read_text())
+    report = BUILD / "execution.json"
+    return Build(
+        returncode=result["returncode"],
+        log=LOG.read_text(),
+        seconds=result["seconds"],
+        html=BUILD / "html",
+        execution=json.loads(report.read_text()) if report.is_file() else {},
+    )
 
 
 @pytest.fixture(scope="session")
@@ -166,11 +169,12 @@ def built_book(book_build):
 
 def pytest_terminal_summary(terminalreporter):
     """The build's time, and how it got each chapter's outputs."""
-    if not _builds:
+    report = BUILD / "execution.json"
+    if not (RESULT.is_file() and report.is_file()):
         return
-    build = _builds[-1]
-    terminalreporter.section(f"book build: {build.seconds:.0f} s")
-    for docname, data in sorted(build.execution.items()):
+    seconds = json.loads(RESULT.read_text())["seconds"]
+    terminalreporter.section(f"book build: {seconds:.0f} s")
+    for docname, data in sorted(json.loads(report.read_text()).items()):
         if data["reused"]:
             how = "outputs reused from the cache"
         else:
