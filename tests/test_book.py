@@ -334,3 +334,22 @@ def test_random_draws_are_made_on_the_cpu():
     }
     assert not found, f"random numbers drawn on a device: {found}"
     assert random_draws_on_a_device("torch.randn(3, device=d)"), "the check"
+
+
+def answer_words(text):
+    """The words of an answer before its Evidence line, a glued number or a
+    term counting as one word."""
+    text = text.split("*Evidence:*")[0].split("\n", 1)[1]  # after the title
+    text = re.sub(r"\{glue:text\}`[^`]*`", "N", text)
+    text = re.sub(r"\{term\}`([^<`]*)(<[^>]*>)?`", r"\1", text)
+    return re.findall(r"\S+", text.replace("*", ""))
+
+
+def test_every_answer_opens_with_a_short_verdict_and_stays_short():
+    answers = (ROOT / "book" / "answers.md").read_text()
+    blocks = re.split(r"^\(q\d+\)=\n## Q(\d+)\. ", answers, flags=re.M)[1:]
+    for number, text in zip(blocks[::2], blocks[1::2]):
+        words = answer_words(text)
+        first = next(i for i, w in enumerate(words) if w[-1] in ".?!:")
+        assert first < 30, f"Q{number}: a first sentence of {first + 1} words"
+        assert len(words) <= 150, f"Q{number}: {len(words)} words"
