@@ -353,3 +353,20 @@ def test_every_answer_opens_with_a_short_verdict_and_stays_short():
         first = next(i for i, w in enumerate(words) if w[-1] in ".?!:")
         assert first < 30, f"Q{number}: a first sentence of {first + 1} words"
         assert len(words) <= 150, f"Q{number}: {len(words)} words"
+
+
+FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_chapter_shows_at_most_120_lines_of_code(path):
+    """The code that is the idea stays on the page; plumbing and checks fold
+    behind "Show the code"."""
+    cells = json.loads(path.read_text())["cells"]
+    shown = sum(
+        len("".join(cell["source"]).splitlines())
+        for cell in cells
+        if cell["cell_type"] == "code"
+        and not FOLDED & set(cell["metadata"].get("tags", []))
+    )
+    assert shown <= 120, f"{path.name} shows {shown} lines of code"
