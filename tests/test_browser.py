@@ -448,9 +448,11 @@ def test_the_pdf_of_the_book_holds_every_chapter(site):
     pdf = html_root / "mha-answered.pdf"
     assert pdf.is_file(), "the build wrote no PDF (book/_ext/book_pdf.py)"
     reader = pypdf.PdfReader(pdf)
-    text = unicodedata.normalize(
-        "NFKC", " ".join(page_texts(pdf, len(reader.pages)))
-    )
+    texts = [
+        unicodedata.normalize("NFKC", page)
+        for page in page_texts(pdf, len(reader.pages))
+    ]
+    text = " ".join(texts)
     squeezed = "".join(text.split())  # line breaks fall anywhere in a title
     for chapter in sorted((ROOT / "notebooks").glob("*.ipynb")):
         title = (
@@ -480,3 +482,21 @@ def test_the_pdf_of_the_book_holds_every_chapter(site):
     assert 60 <= len(reader.pages) <= 260, (
         f"the PDF has {len(reader.pages)} pages"
     )
+    # the contents give each chapter's page, and the chapter starts there
+    listed = {}
+    for page in reader.pages[1:8]:
+        layout = unicodedata.normalize(
+            "NFKC", page.extract_text(extraction_mode="layout")
+        )
+        for line in layout.splitlines():
+            found = re.match(r"\s*(\d+)\. (.*?)\s{2,}(\d+)\s*$", line)
+            if found:
+                listed[int(found[1])] = (found[2], int(found[3]))
+    assert sorted(listed) == list(range(1, 8)), (
+        f"the contents list chapters {sorted(listed)} with page numbers"
+    )
+    for number, (title, page) in listed.items():
+        start = "".join(f"{number}. {title}".split())[:20]
+        assert start in "".join(texts[page - 1].split()), (
+            f"the contents put chapter {number} on page {page}"
+        )

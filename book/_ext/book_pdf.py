@@ -50,6 +50,9 @@ body { padding: 0 !important; margin: 0 !important; }
 .pdf-contents a { color: inherit; text-decoration: none; }
 .pdf-contents > ol > li { margin-top: 0.6em; font-weight: 600; }
 .pdf-contents ol ol { font-weight: normal; }
+.pdf-contents .pdf-number {
+  float: right; min-width: 2.4em; text-align: right;
+}
 .mha-interactive .vega-bindings, .headerlink, .copybtn {
   display: none !important;
 }
@@ -130,15 +133,41 @@ def _text(tag):
     return " ".join(tag.get_text(" ", strip=True).split())
 
 
+# where a contents line's page number goes: a space until the first print has
+# said on which page each heading fell (the line is as high either way)
+NUMBER = '<span class="pdf-number">&nbsp;</span>'
+# Writes each contents line's page number: {anchor: page}.
+FILL_NUMBERS = """numbers => {
+  for (const link of document.querySelectorAll('.pdf-contents a')) {
+    const number = numbers[link.getAttribute('href').slice(1)];
+    const slot = link.parentElement.querySelector(':scope > .pdf-number');
+    if (number && slot) slot.textContent = number;
+  }
+}"""
+
+
+def destination_pages(pdf_path):
+    """{anchor: page number} for every heading Chromium made a destination
+    of (the page numbers of the footer, counted from 1)."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(pdf_path)
+    return {
+        name.lstrip("/"): reader.get_destination_page_number(destination) + 1
+        for name, destination in reader.named_destinations.items()
+    }
+
+
 def contents(pages):
-    """A table of contents: every page's title and its sections, linked."""
+    """A table of contents: every page's title and its sections, linked, each
+    with its page number (filled in by :func:`print_pdf`)."""
     items = []
     for article in pages:
         title = article.find("h1")
         if title is None:
             continue
         sections = "".join(
-            f'<li><a href="#{h2.parent["id"]}">{_text(h2)}</a></li>'
+            f'<li>{NUMBER}<a href="#{h2.parent["id"]}">{_text(h2)}</a></li>'
             for h2 in article.find_all("h2")
             if h2.parent.name == "section" and h2.parent.get("id")
         )
@@ -149,7 +178,7 @@ def contents(pages):
         )
         name = _text(title)
         items.append(
-            f'<li><a href="#{anchor}">{name}</a>'
+            f'<li>{NUMBER}<a href="#{anchor}">{name}</a>'
             + (f"<ol>{sections}</ol>" if sections else "")
             + "</li>"
         )
@@ -344,7 +373,8 @@ def append_update(pdf_path, trailer, objects):
 
 def print_pdf(html_path, pdf_path, outdir, titles):
     """Serve the build on localhost, open ``html_path`` in headless Chromium
-    and print it, with bookmarks (named ``titles``) and page numbers."""
+    and print it, with bookmarks (named ``titles``) and page numbers, in the
+    footer and in the contents."""
     from playwright.sync_api import sync_playwright
 
     handler = functools.partial(_QuietHandler, directory=str(outdir))
@@ -365,7 +395,7 @@ def print_pdf(html_path, pdf_path, outdir, titles):
                 raise RuntimeError(
                     f"the page was not ready to print: {missing}"
                 )
-            page.pdf(
+            options = dict(
                 path=str(pdf_path),
                 format="A4",
                 print_background=True,
@@ -375,6 +405,11 @@ def print_pdf(html_path, pdf_path, outdir, titles):
                 header_template="<span></span>",
                 footer_template=FOOTER,
             )
+            # printed twice: the first print says on which page each heading
+            # fell, the second carries those numbers in the contents
+            page.pdf(**options)
+            page.evaluate(FILL_NUMBERS, destination_pages(pdf_path))
+            page.pdf(**options)
             browser.close()
     finally:
         server.shutdown()
