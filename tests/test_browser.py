@@ -479,6 +479,13 @@ def test_the_pdf_of_the_book_holds_every_chapter(site):
     assert not any(re.search("[a-z][A-Z]", t) for t in top), (
         f"bookmark titles run words together: {top}"
     )
+    every = []
+    stack = list(outline)
+    while stack:  # every bookmark, at every depth
+        item = stack.pop()
+        stack.extend(item) if isinstance(item, list) else every.append(item)
+    gaps = [t.title for t in every if re.search(r"  | [?,.]", t.title)]
+    assert not gaps, f"bookmarks with a word missing (math?): {gaps}"
     assert 60 <= len(reader.pages) <= 260, (
         f"the PDF has {len(reader.pages)} pages"
     )

@@ -267,10 +267,37 @@ def relink(pages):
                 link["href"] = f"#{anchor}"
 
 
+def plain_math(tex):
+    """Inline TeX as plain text for a bookmark: ``\\(W^Q, W^K\\)`` -> ``WQ,
+    WK``."""
+    tex = re.sub(
+        r"\\[a-zA-Z]+", " ", tex.removeprefix("\\(").removesuffix("\\)")
+    )
+    return " ".join(re.sub(r"[\\^_{}]", "", tex).split())
+
+
+MATH = "@@math@@"  # where a heading's math was, while its text is read
+
+
 def headings(book):
-    """The text of every heading of the one document, in order."""
-    found = book.find_all(["h1", "h2", "h3", "h4", "h5", "h6"])
-    return [_text(heading) for heading in found]
+    """Every heading of the one document, in order, as a pair: what
+    Chromium's bookmark spells (the text without its math, which Chromium
+    leaves out) and what the bookmark should say (the math written plainly).
+    """
+    found = []
+    for heading in book.find_all(["h1", "h2", "h3", "h4", "h5", "h6"]):
+        heading = BeautifulSoup(str(heading), "html.parser")
+        texs = []
+        for math in heading.select("span.math"):
+            texs.append(math.get_text())
+            math.string = MATH
+        shown = _text(heading)
+        spelled = shown.replace(MATH, "")
+        for tex in texs:
+            shown = shown.replace(MATH, plain_math(tex), 1)
+        shown = re.sub(r" ([?,.:;!)])", r"\1", " ".join(shown.split()))
+        found.append((spelled, shown))
+    return found
 
 
 def spells(name, title):
@@ -288,7 +315,8 @@ def spells(name, title):
 
 
 def retitle_outline(pdf_path, titles):
-    """Give the PDF's bookmarks the headings' own text.
+    """Give the PDF's bookmarks the headings' own text (``titles``: pairs of
+    :func:`headings`).
 
     Chromium names a bookmark after the heading's line boxes, joined without
     spaces, and repeats one line of some headings ("ContentsContents"). Each
@@ -321,8 +349,9 @@ def retitle_outline(pdf_path, titles):
     for reference, item in items:
         name = str(item["/Title"])
         for index in range(position, len(titles)):
-            if spells(name, titles[index]):
-                item[NameObject("/Title")] = TextStringObject(titles[index])
+            spelled, shown = titles[index]
+            if spells(name, spelled):
+                item[NameObject("/Title")] = TextStringObject(shown)
                 renamed.append((reference, item))
                 position = index + 1
                 break
