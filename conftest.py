@@ -162,10 +162,9 @@ def _finished(output, count):
 
 def pytest_terminal_summary(terminalreporter):
     """How long nbval took for each chapter (cells only, without the kernel's
-    start)."""
-    if not _ended:
-        return
-    terminalreporter.section("chapters run by nbval")
+    start), then the book build."""
+    if _ended:
+        terminalreporter.section("chapters run by nbval")
     for path, (seconds, failed, cached) in sorted(_ended.items()):
         status = "cached for the book" if cached else "not cached"
         if failed:
@@ -173,3 +172,23 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"{path.stem:40s} {seconds:6.1f} s  {status}"
         )
+    _build_summary(terminalreporter)
+
+
+def _build_summary(terminalreporter):
+    """The book build's time, and how it got each chapter's outputs (from the
+    files the build wrote, ``tests/build_the_book.py``; here, where the main
+    process of two workers sees them too)."""
+    result, report = BUILD / "build-result.json", BUILD / "execution.json"
+    if not (result.is_file() and report.is_file()):
+        return
+    seconds = json.loads(result.read_text())["seconds"]
+    terminalreporter.section(f"book build: {seconds:.0f} s")
+    for docname, data in sorted(json.loads(report.read_text()).items()):
+        if data["reused"]:
+            how = "outputs reused from the cache"
+        else:
+            how = f"executed in {data['runtime']:.1f} s"
+        if not data["succeeded"]:
+            how += f", FAILED ({data['error']})"
+        terminalreporter.write_line(f"{docname:40s} {how}")

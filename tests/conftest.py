@@ -165,20 +165,3 @@ def built_book(book_build):
             pytrace=False,
         )
     return book_build.html
-
-
-def pytest_terminal_summary(terminalreporter):
-    """The build's time, and how it got each chapter's outputs."""
-    report = BUILD / "execution.json"
-    if not (RESULT.is_file() and report.is_file()):
-        return
-    seconds = json.loads(RESULT.read_text())["seconds"]
-    terminalreporter.section(f"book build: {seconds:.0f} s")
-    for docname, data in sorted(json.loads(report.read_text()).items()):
-        if data["reused"]:
-            how = "outputs reused from the cache"
-        else:
-            how = f"executed in {data['runtime']:.1f} s"
-        if not data["succeeded"]:
-            how += f", FAILED ({data['error']})"
-        terminalreporter.write_line(f"{docname:40s} {how}")
