@@ -20,7 +20,10 @@ One idea per module:
 - ``runtime``: the device and the seeds.
 - ``report``: what a chapter reports to the book (glued numbers, checked
   claims, Markdown tables).
-- ``results``: the stored long runs, with their provenance and hash.
+- ``results``: the stored long runs, with their provenance and hash;
+  ``stored_models``: a chapter's trained models, stored and checked by
+  training a few again; ``replication``: trained claims as shares of
+  seeds, and the chapters run again on new seeds.
 - ``tasks``: synthetic tasks; ``model``: the small attention-only model.
 - ``training``: training and evaluation, one model or many seeds together;
   ``optimizer``: Adam on the stacked parameters of many seeds.

@@ -64,17 +64,18 @@ def _write(path, record):
     path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
 
 
-def save(name, data, *, device, seconds, folder=None):
+def save(name, data, *, device, seconds, folder=None, command=None):
     """Write ``data``, its provenance and their SHA-256 to
     ``<folder>/<name>.json``; returns the path.
 
     ``seconds`` is the run's wall time (summed over its parts, where it was
-    resumed); the command is this process's command line.
+    resumed); ``command``, the command that writes the file again, is by
+    default this process's command line.
     """
     folder = FOLDER if folder is None else Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     record = {
-        "command": "python3 " + " ".join(sys.argv),
+        "command": command or "python3 " + " ".join(sys.argv),
         "environment": environment(device),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
         "wall_seconds": round(seconds, 1),
