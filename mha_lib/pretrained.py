@@ -243,35 +243,41 @@ class MiniLM(nn.Module):
         return tokens, weights
 
     @torch.no_grad()
-    def batch_attention_maps(self, sentences):
-        """Attention of many sentences in one padded forward pass: a list of
-        ``(tokens, word_ids, weights)``.
+    def batch_attention_maps(self, sentences, *, batch_size=32):
+        """Attention of many sentences, run in padded batches: a list of
+        ``(tokens, word_ids, weights)``, one per sentence, in their order.
 
         ``weights`` is ``(layers, heads, n, n)`` over the sentence's own ``n``
         tokens (padding cut off; padded keys get no attention, so the maps
-        equal those of the sentence alone). ``word_ids`` gives each token's
-        word (``None`` for [CLS] and [SEP]); for sentences given as lists of
-        words it indexes those lists.
+        equal those of the sentence alone). Sentences of similar length run
+        together, ``batch_size`` at a time, so little time goes into padding.
+        ``word_ids`` gives each token's word (``None`` for [CLS] and [SEP]);
+        for sentences given as lists of words it indexes those lists.
         """
         encodings = self._encodings(sentences)
-        ids = torch.tensor([e.ids for e in encodings], device=self.device)
-        mask = torch.tensor(
-            [e.attention_mask for e in encodings], device=self.device
-        )
-        _, weights = self(ids, mask, need_weights=True)
-        weights = torch.stack(
-            weights, dim=1
-        ).cpu()  # (batch, layers, heads, longest, longest)
-        maps = []
-        for index, encoding in enumerate(encodings):
-            n = sum(encoding.attention_mask)
-            maps.append(
-                (
-                    encoding.tokens[:n],
-                    encoding.word_ids[:n],
-                    weights[index, :, :, :n, :n],
-                )
+        lengths = torch.tensor([sum(e.attention_mask) for e in encodings])
+        maps = [None] * len(encodings)
+        for batch in lengths.argsort(stable=True).split(
+            check_positive_int("batch_size", batch_size)
+        ):
+            n = int(lengths[batch].max())
+            chosen = [encodings[i] for i in batch.tolist()]
+            ids = torch.tensor([e.ids[:n] for e in chosen], device=self.device)
+            mask = torch.tensor(
+                [e.attention_mask[:n] for e in chosen], device=self.device
             )
+            _, weights = self(ids, mask, need_weights=True)
+            # (batch, layers, heads, n, n)
+            weights = torch.stack(weights, dim=1).cpu()
+            for row, (index, encoding) in enumerate(
+                zip(batch.tolist(), chosen)
+            ):
+                k = int(lengths[index])
+                maps[index] = (
+                    encoding.tokens[:k],
+                    encoding.word_ids[:k],
+                    weights[row, :, :, :k, :k],
+                )
         return maps
 
 

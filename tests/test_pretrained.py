@@ -176,11 +176,14 @@ def test_with_num_heads_sets_the_temperature_apart_from_the_split(model):
 
 
 def test_batch_attention_maps_equal_one_sentence_at_a_time(model):
-    batch = model.batch_attention_maps(SENTENCES)
-    for sentence, (tokens, word_ids, maps) in zip(SENTENCES, batch):
-        alone_tokens, alone = model.attention_maps(sentence)
-        assert tokens == alone_tokens and len(word_ids) == len(tokens)
-        torch.testing.assert_close(maps, alone, atol=1e-5, rtol=0)
+    for batch_size in (2, 32):  # sorted by length, given back in order
+        batch = model.batch_attention_maps(SENTENCES, batch_size=batch_size)
+        for sentence, (tokens, word_ids, maps) in zip(SENTENCES, batch):
+            alone_tokens, alone = model.attention_maps(sentence)
+            assert tokens == alone_tokens and len(word_ids) == len(tokens)
+            torch.testing.assert_close(maps, alone, atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        model.batch_attention_maps(SENTENCES, batch_size=0)
     words = ["The", "sandcastle", "fell", "."]
     ((tokens, word_ids, maps),) = model.batch_attention_maps([words])
     assert (
