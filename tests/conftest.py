@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from browsing import browser, opened, site  # noqa: F401 (fixtures)
 from support import ROOT
 
 BUILD = ROOT / "_build"

@@ -1,0 +1,168 @@
+"""Opening the built book in headless Chromium, as a reader would: what the
+browser tests share.
+
+The fixtures (``site``, ``browser``, ``opened``) are registered for every test
+by ``tests/conftest.py``; a test module calls :func:`skip_without_a_browser`
+first, so that it is skipped, with the reason, where Playwright or Chromium is
+missing.
+"""
+
+import functools
+import http.server
+import shutil
+import threading
+from urllib.parse import urljoin, urlparse
+
+import pytest
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def chromium():
+    """The system Chromium's path, or None."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def skip_without_a_browser():
+    """Skip the calling test module where Playwright or Chromium is
+    missing."""
+    pytest.importorskip(
+        "playwright.sync_api",
+        reason="Playwright is not installed (pip install playwright)",
+    )
+    if chromium() is None:
+        pytest.skip(
+            "no Chromium on PATH (Debian: apt-get install chromium)",
+            allow_module_level=True,
+        )
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(built_book):
+    """Serve the built book on a free localhost port; yields (base URL, html
+    folder)."""
+    handler = functools.partial(_QuietHandler, directory=str(built_book))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", built_book
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright import sync_api
+
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=chromium(), headless=True, args=CHROMIUM_FLAGS
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def opened(site, browser):
+    """Each page opened once at 1280 px, its screenshot saved: ``opened(name)``
+    returns (page, script errors), shared by the checks that read the page.
+
+    A chapter page takes seconds to typeset and draw; the checks at that width
+    read it in turn instead of loading it again each.
+    """
+    base, html_root = site
+    visited = {}
+
+    def open_page(name):
+        if name not in visited:
+            screenshot = (
+                html_root.parent
+                / "screenshots"
+                / name.replace("/", "_").replace(".html", ".jpg")
+            )
+            visited[name] = visit(browser, urljoin(base, name), screenshot)
+        return visited[name]
+
+    yield open_page
+    for page, _ in visited.values():
+        page.close()
+
+
+def pages(html_root):
+    """Every page a reader lands on: not redirects, not Sphinx internals."""
+    found = []
+    for path in html_root.rglob("*.html"):
+        name = path.relative_to(html_root).as_posix()
+        internal = name.startswith(("_", "genindex"))
+        if not internal and REDIRECT not in path.read_text():
+            found.append(name)
+    return sorted(found)
+
+
+TYPESET = (
+    "async () => { if (window.MathJax && MathJax.startup) "
+    "await MathJax.startup.promise; }"
+)
+FIGURES_DRAWN = (
+    "() => [...document.querySelectorAll('.mha-interactive')]"
+    ".every(e => e.querySelector('svg'))"
+)
+IMAGES_DECODED = "() => [...document.images].every(i => i.complete)"
+# index.html only redirects to the intro: a page of its own would race the
+# redirect (the checks could run on the page being left)
+REDIRECT = 'http-equiv="Refresh"'
+
+
+def visit(browser, url, screenshot=None, width=1280):
+    """Open ``url`` and wait for the math and the figures; returns (page,
+    script errors).
+
+    Requests to other hosts are aborted, and each one is reported as an error:
+    the book must not need the network.
+    """
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    errors = []
+    local = urlparse(url).netloc
+
+    def only_local(route):
+        if urlparse(route.request.url).netloc in ("", local):
+            return route.continue_()
+        errors.append(f"request to another host: {route.request.url}")
+        return route.abort()
+
+    page.route("**/*", only_local)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on(
+        "console",
+        lambda message: (
+            errors.append(message.text) if message.type == "error" else None
+        ),
+    )
+    page.goto(url, wait_until="load")
+    # everything the reader waits for: the math typeset, every interactive
+    # figure drawn, the fonts loaded, every image decoded
+    page.evaluate(TYPESET)
+    page.wait_for_function(FIGURES_DRAWN, timeout=15000)
+    page.evaluate("async () => { await document.fonts.ready; }")
+    page.wait_for_function(IMAGES_DECODED, timeout=15000)
+    if screenshot is not None:
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        # JPEG: half the time of PNG
+        page.screenshot(
+            path=str(screenshot), full_page=True, type="jpeg", quality=80
+        )
+    # An aborted request also logs "Failed to load resource"; the request
+    # itself is reported above.
+    return page, [e for e in errors if "Failed to load resource" not in e]

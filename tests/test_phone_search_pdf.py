@@ -1,0 +1,157 @@
+"""The built book at phone width, its search page, and its PDF.
+
+At 390 px no page scrolls sideways; the search page finds a term; the PDF
+holds every chapter, with bookmarks and a contents page whose page numbers
+are right. Skipped, with the reason, when Playwright or Chromium is missing
+(the PDF is printed by the build, with the same Chromium).
+"""
+
+import json
+import re
+import subprocess
+import sys
+import unicodedata
+from urllib.parse import urljoin
+
+import pytest
+from browsing import pages, skip_without_a_browser, visit
+from support import ROOT
+
+skip_without_a_browser()
+
+
+def test_nothing_essential_is_cut_off_at_phone_width(site, browser):
+    """At 390 px the page itself must not scroll sideways: wide code and
+    tables scroll inside their own box, figures shrink to the column."""
+    base, html_root = site
+    for name in pages(html_root):
+        page, _ = visit(browser, urljoin(base, name), width=390)
+        too_wide = page.evaluate("() => document.scrollingElement.scrollWidth")
+        assert too_wide <= 392, (
+            f"{name}: at 390 px the page is {too_wide} px wide"
+        )
+        images = page.eval_on_selector_all(
+            "main img",
+            "imgs => imgs.filter(i => i.getBoundingClientRect().right > 392)"
+            ".map(i => i.src)",
+        )
+        assert not images, f"{name}: images cut off at 390 px: {images}"
+        page.close()
+
+
+def test_search_finds_a_term(site, browser):
+    base, _ = site
+    page, script_errors = visit(
+        browser, urljoin(base, "search.html?q=parameters")
+    )
+    page.wait_for_selector("#search-results ul li, .search li", timeout=15000)
+    results = page.eval_on_selector_all(
+        "#search-results ul li, .search li", "items => items.length"
+    )
+    assert results >= 1, "search found nothing for 'parameters'"
+    assert not script_errors, script_errors
+    page.close()
+
+
+# Prints the text of pages [start, stop) of a PDF as a JSON list.
+PAGE_TEXTS = (
+    "import json, sys, pypdf; pages = pypdf.PdfReader(sys.argv[1]).pages; "
+    "start, stop = map(int, sys.argv[2:]); "
+    "print(json.dumps([p.extract_text() for p in pages[start:stop]]))"
+)
+
+
+def page_texts(pdf, count, workers=2):
+    """The text of each page of ``pdf``, extracted by ``workers`` processes
+    side by side (pypdf reads a page's content in Python: seconds a page)."""
+    bounds = [count * i // workers for i in range(workers + 1)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                PAGE_TEXTS,
+                str(pdf),
+                str(start),
+                str(stop),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for start, stop in zip(bounds, bounds[1:])
+    ]
+    texts = []
+    for process in processes:
+        output, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, "extracting the PDF's text failed"
+        texts += json.loads(output)
+    return texts
+
+
+def test_the_pdf_of_the_book_holds_every_chapter(site):
+    pypdf = pytest.importorskip(
+        "pypdf", reason="pypdf is not installed (pip install pypdf)"
+    )
+    _, html_root = site
+    pdf = html_root / "mha-answered.pdf"
+    assert pdf.is_file(), "the build wrote no PDF (book/_ext/book_pdf.py)"
+    reader = pypdf.PdfReader(pdf)
+    texts = [
+        unicodedata.normalize("NFKC", page)
+        for page in page_texts(pdf, len(reader.pages))
+    ]
+    text = " ".join(texts)
+    squeezed = "".join(text.split())  # line breaks fall anywhere in a title
+    for chapter in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        title = (
+            "".join(json.loads(chapter.read_text())["cells"][0]["source"])
+            .splitlines()[0]
+            .lstrip("# ")
+        )
+        assert "".join(title.split()) in squeezed, (
+            f"the PDF lacks {chapter.stem} ({title!r})"
+        )
+    assert "\\frac" not in text and "$$" not in text, "the PDF shows raw TeX"
+    outline = reader.outline
+    top = [item.title for item in outline if not isinstance(item, list)]
+    assert "Contents" in top and any(t.startswith("1. ") for t in top), (
+        f"the PDF's bookmarks lack the contents or the chapters: {top}"
+    )
+    assert any(isinstance(item, list) for item in outline), (
+        "the PDF's bookmarks have no sections under the chapters"
+    )
+    title = re.search(
+        r'^title: "(.*)"', (ROOT / "_config.yml").read_text(), re.M
+    )
+    assert top[0] == title.group(1), f"the PDF's first bookmark is {top[0]!r}"
+    assert not any(re.search("[a-z][A-Z]", t) for t in top), (
+        f"bookmark titles run words together: {top}"
+    )
+    every = []
+    stack = list(outline)
+    while stack:  # every bookmark, at every depth
+        item = stack.pop()
+        stack.extend(item) if isinstance(item, list) else every.append(item)
+    gaps = [t.title for t in every if re.search(r"  | [?,.]", t.title)]
+    assert not gaps, f"bookmarks with a word missing (math?): {gaps}"
+    assert 60 <= len(reader.pages) <= 260, (
+        f"the PDF has {len(reader.pages)} pages"
+    )
+    # the contents give each chapter's page, and the chapter starts there
+    listed = {}
+    for page in reader.pages[1:8]:
+        layout = unicodedata.normalize(
+            "NFKC", page.extract_text(extraction_mode="layout")
+        )
+        for line in layout.splitlines():
+            found = re.match(r"\s*(\d+)\. (.*?)\s{2,}(\d+)\s*$", line)
+            if found:
+                listed[int(found[1])] = (found[2], int(found[3]))
+    assert sorted(listed) == list(range(1, 8)), (
+        f"the contents list chapters {sorted(listed)} with page numbers"
+    )
+    for number, (title, page) in listed.items():
+        start = "".join(f"{number}. {title}".split())[:20]
+        assert start in "".join(texts[page - 1].split()), (
+            f"the contents put chapter {number} on page {page}"
+        )
