@@ -48,10 +48,11 @@ def pytest_configure(config):
 
 # the chapters that take longest on one core, longest first
 LONGEST = [
-    "04_heads_differ",
     "06_pretrained_heads",
+    "04_heads_differ",
     "07_real_text",
     "05_chunked_standard_wide",
+    "03_same_weights_new_function",
 ]
 
 
