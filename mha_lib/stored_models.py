@@ -70,9 +70,10 @@ class StoredModels:
 
     def _load_weights(self):
         content = self.weights_path.read_bytes()
-        if hashlib.sha256(content).hexdigest() != self.record["data"][
-            "weights_sha256"
-        ]:
+        if (
+            hashlib.sha256(content).hexdigest()
+            != self.record["data"]["weights_sha256"]
+        ):
             raise results.DamagedResults(
                 f"mha_lib/results/{self.name}.pt does not match the SHA-256 "
                 f"in {self.name}.json: run `{self.record['command']}` to "
