@@ -235,19 +235,22 @@ def learning_curves(
     ...]}`` (Chapters 4, 5).
 
     Each history is a ``{"step": [...], "loss": [...]}`` dict from
-    :func:`mha_lib.training.train`.
+    :func:`mha_lib.training.train`. Each curve has its own colour and dash,
+    so curves that run together stay visible.
     """
     import numpy as np
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 4.0))
-    for label, histories in runs.items():
+    dashes = ("-", "--", "-.", ":")
+    for index, (label, histories) in enumerate(runs.items()):
         steps = histories[0]["step"]
         # (seeds, records)
         losses = np.array([history["loss"] for history in histories])
         (line,) = ax.plot(
             steps,
             np.median(losses, axis=0),
+            linestyle=dashes[index % len(dashes)],
             label=f"{label} ({len(histories)} seeds)",
         )
         ax.fill_between(
@@ -264,7 +267,10 @@ def learning_curves(
     if title:
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(frameon=False)
+    # below the axes, where it covers no curve
+    ax.legend(
+        frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2
+    )
     return ax
 
 
