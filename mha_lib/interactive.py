@@ -99,6 +99,7 @@ def records_chart(
     y,
     select,
     color=None,
+    shape=None,
     start=None,
     mark="line",
     control="select",
@@ -114,8 +115,9 @@ def records_chart(
     a control picks.
 
     ``records`` is a list of dicts holding at least the fields ``x``, ``y`` and
-    ``select`` (and ``color``, one line or colour of points per value); every
-    field is shown in the tooltip, numbers to three significant digits.
+    ``select`` (and ``color``, one line or colour of points per value, and
+    ``shape``, one marker per value of a second field); every field is shown
+    in the tooltip, numbers to three significant digits.
     ``control`` is ``"select"`` (a drop-down) or ``"radio"``; it shows
     ``start`` first (default: the smallest value). A ``color`` value keeps its
     colour whatever the control picks, and the legend lists the values in
@@ -123,7 +125,7 @@ def records_chart(
     """
     records = _check_records(
         records,
-        [field for field in (x, y, select, color) if field is not None],
+        [field for field in (x, y, select, color, shape) if field is not None],
     )
     if mark not in MARKS:
         raise ValueError(f"mark must be one of {MARKS}, got {mark!r}")
@@ -139,15 +141,17 @@ def records_chart(
         "y": _axis(records, y, ylabel, logy),
         "tooltip": [_tooltip(records, field) for field in records[0]],
     }
-    if color is not None:
-        encoding["color"] = {
-            "field": color,
-            "type": "nominal",
-            # every value, in natural order: the colours stay put when the
-            # control filters some values out
-            "scale": {"domain": _choices(records, color)},
-            "sort": _choices(records, color),
-        }
+    for channel, field in (("color", color), ("shape", shape)):
+        if field is not None:
+            # every value, in natural order: a value keeps its colour or
+            # marker when the control filters some values out
+            choices_of_field = _choices(records, field)
+            encoding[channel] = {
+                "field": field,
+                "type": "nominal",
+                "scale": {"domain": choices_of_field},
+                "sort": choices_of_field,
+            }
     spec = {
         "width": width,
         "height": height,
@@ -167,7 +171,7 @@ def records_chart(
 
 
 def attention_by_head_count(
-    attention, difference, *, title=None, panel=130, columns=4
+    attention, difference, *, title=None, panel=120, columns=4
 ):
     """Per-head attention maps and the output difference, for a number of heads
     a control picks.
@@ -261,7 +265,10 @@ def attention_by_head_count(
                     "field": "weight",
                     "type": "quantitative",
                     "scale": {"scheme": "viridis", "domain": [0, strongest]},
-                    "title": "attention",
+                    "title": "attention weight",
+                    # above the maps: beside them it would widen the figure
+                    # past the page's column
+                    "legend": {"orient": "top", "gradientLength": 200},
                 },
                 "tooltip": [
                     {"field": "head"},

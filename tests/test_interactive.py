@@ -71,6 +71,16 @@ def test_records_chart_keeps_colours_and_reads_numbers_in_labels():
     assert "format" not in tooltips["layer"]
     assert spec["encoding"]["x"]["axis"]["format"] == "~s", "20k, not 20,000"
     assert spec["encoding"]["y"]["axis"]["format"] == "~g"
+    marker = records_chart(
+        records,
+        x="params",
+        y="loss",
+        color="task",
+        shape="layer",
+        select="task",
+        mark="point",
+    ).spec["encoding"]["shape"]
+    assert marker["scale"]["domain"] == ["2 x 16", "4 x 8", "16 x 2"]
 
 
 def test_records_chart_accepts_numpy_and_torch_scalars_and_a_start_value():
