@@ -4,8 +4,9 @@ Checks that images load, internal links resolve, chapter pages show their
 questions and figures, and no page throws a script error; that no page asks
 another host for anything (the book works offline), the math is typeset and
 every control of an interactive figure redraws it. Saves a screenshot of each
-page in ``_build/screenshots``. The phone width, the search and the PDF are
-checked in ``test_phone_search_pdf.py`` (so two workers share the pages).
+page in ``_build/screenshots``. Each page is then narrowed to a phone's 390
+px. The search page and the PDF are checked in ``test_search_and_pdf.py``
+(so two workers share the work).
 Skipped, with the reason, when Playwright or Chromium is missing.
 """
 
@@ -70,6 +71,7 @@ def test_every_page_renders_with_images_links_and_no_script_errors(
     base, html_root = site
     all_pages = pages(html_root)
     assert "book/intro.html" in all_pages
+    texts = {}  # each page's HTML, read once (pages link to their own anchors)
     checked = {
         "pages": 0,
         "images": 0,
@@ -117,8 +119,9 @@ def test_every_page_renders_with_images_links_and_no_script_errors(
                 path = path / "index.html"
             assert path.is_file(), f"{name}: link to missing page {href}"
             if fragment and path.suffix == ".html":
-                text = path.read_text()
-                assert f'id="{fragment}"' in text, (
+                if path not in texts:
+                    texts[path] = path.read_text()
+                assert f'id="{fragment}"' in texts[path], (
                     f"{name}: link to missing anchor {href}"
                 )
             checked["links"] += 1
@@ -196,6 +199,32 @@ def test_code_and_output_fit_the_column_and_nothing_stray_is_printed(
             if text.replace(".", "", 1).replace("-", "", 1).isdigit()
         ]
         assert not stray, f"{name}: bare values printed under cells: {stray}"
+
+
+def test_nothing_essential_is_cut_off_at_phone_width(site, opened):
+    """At 390 px the page itself must not scroll sideways: wide code and
+    tables scroll inside their own box, figures shrink to the column. Each
+    page opened at 1280 px is narrowed to 390 px (the theme's layout follows
+    the width as it changes) and widened again."""
+    _, html_root = site
+    for name in pages(html_root):
+        page, _ = opened(name)
+        page.set_viewport_size({"width": 390, "height": 900})
+        try:
+            too_wide = page.evaluate(
+                "() => document.scrollingElement.scrollWidth"
+            )
+            assert too_wide <= 392, (
+                f"{name}: at 390 px the page is {too_wide} px wide"
+            )
+            images = page.eval_on_selector_all(
+                "main img",
+                "imgs => imgs.filter(i => i.getBoundingClientRect().right > "
+                "392).map(i => i.src)",
+            )
+            assert not images, f"{name}: images cut off at 390 px: {images}"
+        finally:
+            page.set_viewport_size({"width": 1280, "height": 900})
 
 
 def test_every_question_has_its_own_anchor(opened):
