@@ -14,16 +14,12 @@ import threading
 from urllib.parse import urljoin, urlparse
 
 import pytest
+from support import extension
 
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+# the flags and the quiet file server the build prints the PDF with
+_book_pdf = extension("book_pdf")
+CHROMIUM_FLAGS = _book_pdf.CHROMIUM_FLAGS
+_QuietHandler = _book_pdf._QuietHandler
 
 
 def chromium():
@@ -43,11 +39,6 @@ def skip_without_a_browser():
             "no Chromium on PATH (Debian: apt-get install chromium)",
             allow_module_level=True,
         )
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """Paths and small helpers shared by the tests (imported as ``support``: pytest
 puts tests/ on the path)."""
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,15 @@ NO_GPU = pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device here"
 )
 DEVICES = ["cpu", pytest.param("cuda", marks=NO_GPU)]
+
+
+def extension(name):
+    """``book/_ext/<name>.py``, imported by its path."""
+    path = ROOT / "book" / "_ext" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"book_ext_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def reference_pair(d_model, num_heads, bias=True, seed=0):

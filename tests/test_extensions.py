@@ -1,21 +1,11 @@
 """The logic of the book's Sphinx extensions (book/_ext), without a build."""
 
 import base64
-import importlib.util
 import json
 from types import SimpleNamespace
 
 import pytest
-from support import ROOT
-
-
-def extension(name):
-    """``book/_ext/<name>.py``, imported by its path."""
-    path = ROOT / "book" / "_ext" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"book_ext_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from support import extension
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,7 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    "--disable-quic",
 ]
 PRINT_CSS = """
 @page { size: A4; margin: 16mm 13mm 18mm 13mm; }
