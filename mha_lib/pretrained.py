@@ -19,6 +19,7 @@ from torch import nn
 from .checks import check_positive_int
 from .layers import MultiHeadAttention
 from .runtime import pick_device
+from .statistics import rank_correlation
 
 WEIGHTS_SHA256 = (
     "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -291,19 +292,27 @@ def ranked_neighbours(embeddings):
 
 def embedding_change(original, changed, rows=None):
     """How far ``changed`` sentence embeddings are from ``original`` ones:
-    ``{"moved_mean", "moved_max", "neighbour_kept", "neighbour_in_10"}``.
+    ``{"moved_mean", "moved_max", "neighbour_kept", "neighbour_in_10",
+    "similarity_rho"}``.
 
     A move is ``1 - cos`` between a sentence's two embeddings; a neighbour is
     *kept* where a sentence's nearest other sentence is the same as before,
     *in 10* where the old nearest is still among the 10 nearest. Neighbours
     are searched among all sentences; the scores average over ``rows`` (the
-    indices of the sentences scored; default all).
+    indices of the sentences scored; default all). ``similarity_rho`` is a
+    continuous measure: the rank correlation of the scored sentences'
+    similarities to every other sentence, before and after.
     """
     rows = torch.arange(len(original)) if rows is None else rows
     moved = (1 - (original * changed).sum(-1))[rows]
     nearest = ranked_neighbours(original)[rows, :1]
     order = ranked_neighbours(changed)[rows]
+    others = rows[:, None] != torch.arange(len(original))  # (rows, n)
     return {
+        "similarity_rho": rank_correlation(
+            (original[rows] @ original.T)[others],
+            (changed[rows] @ changed.T)[others],
+        ),
         "moved_mean": moved.mean().item(),
         "moved_max": moved.max().item(),
         "neighbour_kept": (order[:, :1] == nearest).float().mean().item(),
