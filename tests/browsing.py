@@ -9,6 +9,7 @@ missing.
 
 import functools
 import http.server
+import os
 import shutil
 import threading
 from urllib.parse import urljoin, urlparse
@@ -65,10 +66,15 @@ def browser():
         browser.close()
 
 
+# set (to anything) to save a screenshot of every page in _build/screenshots
+SCREENSHOTS = "MHA_SCREENSHOTS"
+
+
 @pytest.fixture(scope="module")
 def opened(site, browser):
-    """Each page opened once at 1280 px, its screenshot saved: ``opened(name)``
-    returns (page, script errors), shared by the checks that read the page.
+    """Each page opened once at 1280 px: ``opened(name)`` returns (page,
+    script errors), shared by the checks that read the page. Where the
+    variable ``MHA_SCREENSHOTS`` is set, each page's screenshot is saved.
 
     A chapter page takes seconds to typeset and draw; the checks at that width
     read it in turn instead of loading it again each.
@@ -82,6 +88,8 @@ def opened(site, browser):
                 html_root.parent
                 / "screenshots"
                 / name.replace("/", "_").replace(".html", ".jpg")
+                if os.environ.get(SCREENSHOTS)
+                else None
             )
             visited[name] = visit(browser, urljoin(base, name), screenshot)
         return visited[name]

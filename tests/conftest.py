@@ -119,7 +119,11 @@ def pytest_collection_modifyitems(session, config, items):
     files holding such tests go last."""
     book = [item for item in items if _needs_the_book(item)]
     waiting = {item.path for item in book}
-    early = [item for item in items if item.path not in waiting]
+    # the longest test first, so that it runs beside the build
+    early = sorted(
+        (item for item in items if item.path not in waiting),
+        key=lambda item: item.path.name != "test_replication.py",
+    )
     late = [item for item in items if item.path in waiting]
     items[:] = early + [item for item in late if item not in book] + book
     _wanted[:] = [bool(book)]

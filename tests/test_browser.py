@@ -3,11 +3,11 @@
 Checks that images load, internal links resolve, chapter pages show their
 questions and figures, and no page throws a script error; that no page asks
 another host for anything (the book works offline), the math is typeset and
-every control of an interactive figure redraws it. Saves a screenshot of each
-page in ``_build/screenshots``. Each page is then narrowed to a phone's 390
-px. The search page and the PDF are checked in ``test_search_and_pdf.py``
-(so two workers share the work).
-Skipped, with the reason, when Playwright or Chromium is missing.
+every control of an interactive figure redraws it; then narrows each page to a
+phone's 390 px. With ``MHA_SCREENSHOTS=1`` it saves a screenshot of each page
+in ``_build/screenshots``. The search page and the PDF are checked in
+``test_search_and_pdf.py`` (so two workers share the work). Skipped, with the
+reason, when Playwright or Chromium is missing.
 """
 
 import json
