@@ -12,7 +12,7 @@ import http.server
 import os
 import shutil
 import threading
-from urllib.parse import urljoin, urlparse
+from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 from support import extension
@@ -165,3 +165,127 @@ def visit(browser, url, screenshot=None, width=1280):
     # An aborted request also logs "Failed to load resource"; the request
     # itself is reported above.
     return page, [e for e in errors if "Failed to load resource" not in e]
+
+
+def move_every_control(page, name):
+    """Move each control of each interactive figure on ``page``; fails unless
+    the drawing changes.
+
+    Returns the number of controls moved.
+    """
+    moved = 0
+    for figure in page.query_selector_all(".mha-interactive"):
+        controls = figure.query_selector_all(
+            ".vega-bindings input[type=radio], .vega-bindings select"
+        )
+        assert controls, f"{name}: an interactive figure without a control"
+        radios = [c for c in controls if c.get_attribute("type") == "radio"]
+        selects = [c for c in controls if c.get_attribute("type") != "radio"]
+        # the radio buttons of one control share a name
+        for control in radios[:1] + selects:
+            drawing = figure.eval_on_selector("svg", "svg => svg.innerHTML")
+            if control in radios:
+                next(r for r in radios if not r.is_checked()).check()
+            else:
+                options = control.eval_on_selector_all(
+                    "option", "os => os.map(o => o.value)"
+                )
+                control.select_option(
+                    next(o for o in options if o != control.input_value())
+                )
+            page.wait_for_function(
+                "([figure, before]) => figure.querySelector('svg').innerHTML "
+                "!== before",
+                arg=[figure, drawing],
+            )
+            moved += 1
+    return moved
+
+
+def check_pages(names, site, opened):
+    """Each page of ``names``: no script error or request to another host,
+    its math typeset, every control of an interactive figure redraws it,
+    every image loaded, every link to this book reaching a page and anchor
+    that exist. Returns what was checked, counted."""
+    base, html_root = site
+    texts = {}  # each page's HTML, read once (pages link to their own anchors)
+    checked = {
+        "pages": 0,
+        "images": 0,
+        "links": 0,
+        "formulas": 0,
+        "controls": 0,
+    }
+    for name in names:
+        page, script_errors = opened(name)
+        assert not script_errors, (
+            f"{name}: script errors or requests to other hosts {script_errors}"
+        )
+        raw_math = page.eval_on_selector_all(
+            ".math",
+            "ms => ms.filter(m => !m.querySelector('mjx-container')).length",
+        )
+        assert raw_math == 0, (
+            f"{name}: {raw_math} formulas left as raw TeX (MathJax did not "
+            "typeset them)"
+        )
+        checked["formulas"] += page.eval_on_selector_all(
+            ".math", "ms => ms.length"
+        )
+        checked["controls"] += move_every_control(page, name)
+        assert not script_errors, (
+            f"{name}: script errors after moving the controls {script_errors}"
+        )
+        broken = page.eval_on_selector_all(
+            "img",
+            "imgs => imgs.filter(i => !(i.complete && i.naturalWidth > "
+            "0)).map(i => i.src)",
+        )
+        assert not broken, f"{name}: images that did not load: {broken}"
+        checked["images"] += page.eval_on_selector_all(
+            "img", "imgs => imgs.length"
+        )
+        for href in page.eval_on_selector_all(
+            "a[href]", "links => links.map(a => a.href)"
+        ):
+            target, fragment = urldefrag(href)
+            if not target.startswith(base):
+                continue  # other hosts and mailto: not ours to check
+            path = html_root / urlparse(target).path.lstrip("/")
+            if path.is_dir():
+                path = path / "index.html"
+            assert path.is_file(), f"{name}: link to missing page {href}"
+            if fragment and path.suffix == ".html":
+                if path not in texts:
+                    texts[path] = path.read_text()
+                assert f'id="{fragment}"' in texts[path], (
+                    f"{name}: link to missing anchor {href}"
+                )
+            checked["links"] += 1
+        checked["pages"] += 1
+    return checked
+
+
+def check_phone_width(names, opened):
+    """At 390 px the page itself must not scroll sideways: wide code and
+    tables scroll inside their own box, figures shrink to the column. Each
+    page opened at 1280 px is narrowed to 390 px (the theme's layout follows
+    the width as it changes) and widened again."""
+    for name in names:
+        page, _ = opened(name)
+        page.set_viewport_size({"width": 390, "height": 900})
+        try:
+            too_wide = page.evaluate(
+                "() => document.scrollingElement.scrollWidth"
+            )
+            assert too_wide <= 392, (
+                f"{name}: at 390 px the page is {too_wide} px wide"
+            )
+            images = page.eval_on_selector_all(
+                "main img",
+                "imgs => imgs.filter(i => i.getBoundingClientRect().right > "
+                "392).map(i => i.src)",
+            )
+            assert not images, f"{name}: images cut off at 390 px: {images}"
+        finally:
+            page.set_viewport_size({"width": 1280, "height": 900})

@@ -1,23 +1,89 @@
-"""The built book's search page and its PDF.
+"""The built book's pages other than the chapters, its search, its PDF.
 
-The search page finds a term; the PDF holds every chapter, with bookmarks and
-a contents page whose page numbers are right. Skipped, with the reason, when
+Opened in headless Chromium as in ``test_browser.py`` (which takes the
+chapters, so two workers share the pages): each renders with its images,
+links and math and fits a phone's 390 px; the index leads to the intro, the
+answers have an anchor per question, the intro links every chapter, the
+search page finds a term; the PDF holds every chapter, with bookmarks and a
+contents page whose page numbers are right. Skipped, with the reason, when
 Playwright or Chromium is missing (the PDF is printed by the build, with the
 same Chromium).
 """
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import unicodedata
 from urllib.parse import urljoin
 
 import pytest
-from browsing import skip_without_a_browser, visit
+from browsing import (
+    REDIRECT,
+    check_pages,
+    check_phone_width,
+    pages,
+    skip_without_a_browser,
+    visit,
+)
 from support import ROOT
 
 skip_without_a_browser()
+
+
+def test_index_redirects_to_the_intro(site, browser):
+    base, html_root = site
+    assert REDIRECT in (html_root / "index.html").read_text()
+    page = browser.new_page()
+    page.goto(urljoin(base, "index.html"))
+    page.wait_for_url("**/book/intro.html", timeout=15000)
+    page.close()
+
+
+def others(html_root):
+    """The book's pages that are not chapters."""
+    return [
+        name for name in pages(html_root) if not name.startswith("notebooks/")
+    ]
+
+
+def test_every_other_page_renders_with_images_links_and_no_script_errors(
+    site, opened
+):
+    names = others(site[1])
+    assert "book/intro.html" in names
+    assert check_pages(names, site, opened)["links"] > 0
+
+
+def test_no_other_page_is_cut_off_at_phone_width(site, opened):
+    check_phone_width(others(site[1]), opened)
+
+
+def test_every_question_has_its_own_anchor(opened):
+    page, _ = opened("book/answers.html")
+    for number in range(1, 17):
+        heading = page.query_selector(
+            f"[id='q{number}'] + h2, [id='q{number}'] h2, h2[id='q{number}']"
+        )
+        assert heading is not None, f"answers.html has no anchor #q{number}"
+        assert heading.inner_text().startswith(f"Q{number}."), (
+            f"#q{number} holds {heading.inner_text()!r}"
+        )
+
+
+def test_intro_links_every_written_chapter(site, opened):
+    _, html_root = site
+    page, _ = opened("book/intro.html")
+    linked = set(
+        page.eval_on_selector_all(
+            "main table a", "links => links.map(a => a.pathname)"
+        )
+    )
+    for chapter in (html_root / "notebooks").glob("*.html"):
+        assert f"/notebooks/{chapter.name}" in linked, (
+            f"the questions table does not link {chapter.name}"
+        )
 
 
 def test_search_finds_a_term(site, browser):
@@ -43,8 +109,19 @@ PAGE_TEXTS = (
 
 
 def page_texts(pdf, count, workers=2):
-    """The text of each page of ``pdf``, extracted by ``workers`` processes
-    side by side (pypdf reads a page's content in Python: seconds a page)."""
+    """The text of each page of ``pdf``: by poppler's ``pdftotext`` where it
+    is installed (a second for the book), else extracted by ``workers``
+    processes side by side (pypdf reads a page's content in Python: seconds a
+    page)."""
+    if shutil.which("pdftotext"):
+        output = subprocess.run(
+            ["pdftotext", "-enc", "UTF-8", str(pdf), "-"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        return output.split("\f")[:count]  # a form feed ends each page
     bounds = [count * i // workers for i in range(workers + 1)]
     processes = [
         subprocess.Popen(
