@@ -17,6 +17,7 @@ naming the file: every call then trains all seeds and writes them.
 """
 
 import hashlib
+import inspect
 import os
 import time
 
@@ -30,15 +31,7 @@ from .training import check_seeds, train_seeds
 STORE_VARIABLE = "MHA_STORE_MODELS"
 STORE_COMMAND = "python3 scripts/store_models.py"
 # the arguments of train_seeds that are not the model's sizes
-TRAINING_ARGUMENTS = (
-    "steps",
-    "lr",
-    "batch_size",
-    "record_every",
-    "curve_batch",
-    "init",
-    "evaluate",
-)
+TRAINING_ARGUMENTS = set(inspect.signature(train_seeds).parameters) - {"sizes"}
 
 
 def settings_of(task, training):
