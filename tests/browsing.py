@@ -9,8 +9,11 @@ missing.
 
 import functools
 import http.server
+import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 from urllib.parse import urldefrag, urljoin, urlparse
 
@@ -43,14 +46,16 @@ def skip_without_a_browser():
 
 
 @pytest.fixture(scope="module")
-def site(built_book):
+def site(english_pages):
     """Serve the built book on a free localhost port; yields (base URL, html
-    folder)."""
-    handler = functools.partial(_QuietHandler, directory=str(built_book))
+    folder). The English pages are there from when they are written; a
+    module that reads more (the PDF, the Chinese edition) asks for the whole
+    build too."""
+    handler = functools.partial(_QuietHandler, directory=str(english_pages))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", built_book
+    yield f"http://127.0.0.1:{server.server_address[1]}/", english_pages
     server.shutdown()
 
 
@@ -99,12 +104,19 @@ def opened(site, browser):
         page.close()
 
 
-def pages(html_root):
-    """Every page a reader lands on: not redirects, not Sphinx internals."""
+# the Chinese edition's folder in the built book (book/_ext/chinese_edition.py)
+CHINESE = "zh/"
+
+
+def pages(html_root, edition=""):
+    """Every page of one edition a reader lands on (the English one, or the
+    Chinese one with ``edition=CHINESE``): not redirects, not Sphinx
+    internals."""
     found = []
-    for path in html_root.rglob("*.html"):
+    for path in (html_root / edition).rglob("*.html"):
         name = path.relative_to(html_root).as_posix()
-        internal = name.startswith(("_", "genindex"))
+        within = name.removeprefix(edition)
+        internal = within.startswith(("_", "genindex", CHINESE))
         if not internal and REDIRECT not in path.read_text():
             found.append(name)
     return sorted(found)
@@ -251,6 +263,10 @@ def check_pages(names, site, opened):
             target, fragment = urldefrag(href)
             if not target.startswith(base):
                 continue  # other hosts and mailto: not ours to check
+            if target.startswith(base + CHINESE) and CHINESE not in name:
+                # the Chinese edition may still be building: its pages are
+                # checked against the English ones in test_chinese_edition
+                continue
             path = html_root / urlparse(target).path.lstrip("/")
             if path.is_dir():
                 path = path / "index.html"
@@ -289,3 +305,49 @@ def check_phone_width(names, opened):
             assert not images, f"{name}: images cut off at 390 px: {images}"
         finally:
             page.set_viewport_size({"width": 1280, "height": 900})
+
+
+# Prints the text of pages [start, stop) of a PDF as a JSON list.
+PAGE_TEXTS = (
+    "import json, sys, pypdf; pages = pypdf.PdfReader(sys.argv[1]).pages; "
+    "start, stop = map(int, sys.argv[2:]); "
+    "print(json.dumps([p.extract_text() for p in pages[start:stop]]))"
+)
+
+
+def page_texts(pdf, count, workers=2):
+    """The text of each page of ``pdf``: by poppler's ``pdftotext`` where it
+    is installed (a second for the book), else extracted by ``workers``
+    processes side by side (pypdf reads a page's content in Python: seconds a
+    page)."""
+    if shutil.which("pdftotext"):
+        output = subprocess.run(
+            ["pdftotext", "-enc", "UTF-8", str(pdf), "-"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        return output.split("\f")[:count]  # a form feed ends each page
+    bounds = [count * i // workers for i in range(workers + 1)]
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                PAGE_TEXTS,
+                str(pdf),
+                str(start),
+                str(stop),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for start, stop in zip(bounds, bounds[1:])
+    ]
+    texts = []
+    for process in processes:
+        output, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, "extracting the PDF's text failed"
+        texts += json.loads(output)
+    return texts

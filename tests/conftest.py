@@ -106,7 +106,8 @@ def pytest_sessionfinish(session):
 
 
 def _needs_the_book(item):
-    return "book_build" in getattr(item, "fixturenames", ())
+    names = getattr(item, "fixturenames", ())
+    return "book_build" in names or "english_pages" in names
 
 
 _wanted = []  # whether a test of this session needs the book
@@ -139,15 +140,39 @@ def pytest_runtest_teardown(item):
         _start_build(item.config)
 
 
+def _wait_for(ready):
+    waited = time.perf_counter()
+    while not ready():
+        if time.perf_counter() - waited > WAIT:
+            pytest.fail(f"the book build did not end in {WAIT} s")
+        time.sleep(0.5)
+
+
+# written by book/_ext/book_pdf.py once every English page is written, before
+# the PDF is printed (and while the Chinese edition may still be building)
+PAGES_WRITTEN = BUILD / "html" / "_pdf" / "book.html"
+
+
+@pytest.fixture(scope="session")
+def english_pages(request):
+    """``_build/html`` as soon as the English pages are written: their tests
+    run beside the rest of the build (the PDFs, the Chinese edition)."""
+    _start_build(request.config)
+    _wait_for(lambda: RESULT.is_file() or PAGES_WRITTEN.is_file())
+    if RESULT.is_file() and json.loads(RESULT.read_text())["returncode"]:
+        pytest.fail(
+            "the book build failed (see "
+            "test_the_book_builds_without_warnings)",
+            pytrace=False,
+        )
+    return BUILD / "html"
+
+
 @pytest.fixture(scope="session")
 def book_build(request):
     """The session's one build of the book, successful or not."""
     _start_build(request.config)
-    waited = time.perf_counter()
-    while not RESULT.is_file():
-        if time.perf_counter() - waited > WAIT:
-            pytest.fail(f"the book build did not end in {WAIT} s")
-        time.sleep(0.5)
+    _wait_for(RESULT.is_file)
     result = json.loads(RESULT.read_text())
     report = BUILD / "execution.json"
     return Build(

@@ -12,9 +12,6 @@ same Chromium).
 
 import json
 import re
-import shutil
-import subprocess
-import sys
 import unicodedata
 from urllib.parse import urljoin
 
@@ -23,6 +20,7 @@ from browsing import (
     REDIRECT,
     check_pages,
     check_phone_width,
+    page_texts,
     pages,
     skip_without_a_browser,
     visit,
@@ -100,53 +98,7 @@ def test_search_finds_a_term(site, browser):
     page.close()
 
 
-# Prints the text of pages [start, stop) of a PDF as a JSON list.
-PAGE_TEXTS = (
-    "import json, sys, pypdf; pages = pypdf.PdfReader(sys.argv[1]).pages; "
-    "start, stop = map(int, sys.argv[2:]); "
-    "print(json.dumps([p.extract_text() for p in pages[start:stop]]))"
-)
-
-
-def page_texts(pdf, count, workers=2):
-    """The text of each page of ``pdf``: by poppler's ``pdftotext`` where it
-    is installed (a second for the book), else extracted by ``workers``
-    processes side by side (pypdf reads a page's content in Python: seconds a
-    page)."""
-    if shutil.which("pdftotext"):
-        output = subprocess.run(
-            ["pdftotext", "-enc", "UTF-8", str(pdf), "-"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-        ).stdout
-        return output.split("\f")[:count]  # a form feed ends each page
-    bounds = [count * i // workers for i in range(workers + 1)]
-    processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                PAGE_TEXTS,
-                str(pdf),
-                str(start),
-                str(stop),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for start, stop in zip(bounds, bounds[1:])
-    ]
-    texts = []
-    for process in processes:
-        output, _ = process.communicate(timeout=600)
-        assert process.returncode == 0, "extracting the PDF's text failed"
-        texts += json.loads(output)
-    return texts
-
-
-def test_the_pdf_of_the_book_holds_every_chapter(site):
+def test_the_pdf_of_the_book_holds_every_chapter(site, built_book):
     pypdf = pytest.importorskip(
         "pypdf", reason="pypdf is not installed (pip install pypdf)"
     )

@@ -23,16 +23,16 @@ def test_the_book_builds_without_warnings(book_build):
     assert book_build.returncode == 0, f"the book build failed:\n{details}"
 
 
-def test_intro_page_is_built(built_book):
-    html = (built_book / "book" / "intro.html").read_text()
+def test_intro_page_is_built(english_pages):
+    html = (english_pages / "book" / "intro.html").read_text()
     assert "The questions" in html and "Q1" in html
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_chapter_page_shows_its_figures_and_no_errors(built_book, chapter):
+def test_chapter_page_shows_its_figures_and_no_errors(english_pages, chapter):
     """Every figure the executed chapter drew is an image on its page."""
-    html = (built_book / "notebooks" / f"{chapter}.html").read_text()
-    download = built_book / "_sources" / "notebooks" / f"{chapter}.ipynb"
+    html = (english_pages / "notebooks" / f"{chapter}.html").read_text()
+    download = english_pages / "_sources" / "notebooks" / f"{chapter}.ipynb"
     cells = json.loads(download.read_text())["cells"]
     removed = {"remove-cell", "remove-output"}  # not shown on the page
     outputs = [
@@ -50,7 +50,7 @@ def test_chapter_page_shows_its_figures_and_no_errors(built_book, chapter):
         f"{chapter}: {figures} figures drawn, {len(images)} on the page"
     )
     for source in images:
-        assert (built_book / "notebooks" / source).resolve().is_file(), (
+        assert (english_pages / "notebooks" / source).resolve().is_file(), (
             f"{chapter}: missing image {source}"
         )
     assert "Traceback" not in html, (
@@ -59,17 +59,17 @@ def test_chapter_page_shows_its_figures_and_no_errors(built_book, chapter):
     assert "Short answer." in html
 
 
-def test_the_download_button_offers_each_chapter_executed(built_book):
+def test_the_download_button_offers_each_chapter_executed(english_pages):
     """book/_ext/executed_downloads.py: the notebook behind each page's
     download button has outputs."""
     for chapter in CHAPTERS:
-        html = (built_book / "notebooks" / f"{chapter}.html").read_text()
+        html = (english_pages / "notebooks" / f"{chapter}.html").read_text()
         assert f'href="../_sources/notebooks/{chapter}.ipynb"' in html, (
             f"{chapter}: no download of the notebook"
         )
         download = json.loads(
             (
-                built_book / "_sources" / "notebooks" / f"{chapter}.ipynb"
+                english_pages / "_sources" / "notebooks" / f"{chapter}.ipynb"
             ).read_text()
         )
         outputs = sum(
@@ -82,9 +82,10 @@ def test_the_download_button_offers_each_chapter_executed(built_book):
         )
 
 
-def test_the_download_carries_an_installable_mha_lib(built_book, tmp_path):
+def test_the_download_carries_an_installable_mha_lib(english_pages, tmp_path):
     """The wheel packed into each download installs, package data and all."""
-    download = built_book / "_sources" / "notebooks" / f"{CHAPTERS[0]}.ipynb"
+    sources = english_pages / "_sources" / "notebooks"
+    download = sources / f"{CHAPTERS[0]}.ipynb"
     cells = json.loads(download.read_text())["cells"]
     (install,) = [c for c in cells if c.get("id") == "install-mha-lib"]
     source = "".join(install["source"])

@@ -192,3 +192,52 @@ def test_a_vega_lite_output_becomes_a_div_and_its_script():
     plain = {"body": "<p>text</p>"}
     figures._load_vega(None, "page", None, plain, None)
     assert "script_files" not in plain, "pages without figures load no Vega"
+
+
+def test_each_page_links_to_its_twin_in_the_other_edition():
+    chinese = extension("chinese_edition")
+    assert chinese.other_edition("notebooks/04_heads_differ", False) == (
+        "../zh/notebooks/04_heads_differ.html",
+        "zh-CN",
+        "中文",
+    )
+    assert chinese.other_edition("notebooks/04_heads_differ", True)[0] == (
+        "../../notebooks/04_heads_differ.html"
+    )
+    assert chinese.other_edition("search", True)[0] == "../search.html"
+
+
+def test_a_message_of_prose_without_its_translation_is_found():
+    """Outputs of code are not prose, and a translated message is not
+    reported again."""
+    from docutils import nodes
+    from docutils.core import publish_doctree
+
+    chinese = extension("chinese_edition")
+    doctree = publish_doctree(
+        "Every head reads all of x.\n\n"
+        "Heads differ.\n\n"
+        ".. container:: cell_output\n\n   A printed table row.\n",
+        source_path="page.rst",
+    )
+    for container in doctree.findall(nodes.container):
+        container["classes"] = ["cell_output"]  # as myst-nb names it
+    missing = ("Every head reads all of x.", "not translated")
+    assert chinese.untranslated(doctree, {}) == [
+        missing,
+        ("Heads differ.", "not translated"),
+    ]
+    translated = {"Heads differ.": "头各不相同。"}
+    assert chinese.untranslated(doctree, translated) == [
+        missing,
+        ("Heads differ.", "translation not applied"),
+    ]
+    doctree.children[1]["translated"] = True  # as Sphinx marks it
+    assert chinese.untranslated(doctree, translated) == [missing]
+
+
+def test_the_labels_of_folds_are_translated_with_their_number():
+    chinese = extension("chinese_edition")
+    assert chinese.translate_label("Show the checks") == "显示检验代码"
+    assert chinese.translate_label("Hide solution 2") == "隐藏答案 2"
+    assert chinese.translate_label("Show the weights") is None

@@ -62,6 +62,21 @@ pre { white-space: pre-wrap !important; word-break: break-word; }
 figure, img, table, div.cell_output { break-inside: avoid; }
 h1, h2, h3 { break-after: avoid; break-inside: avoid; }
 """
+# the words of the title page and the contents, per edition
+WORDS = {
+    "en": {
+        "subtitle": "An executable course on multi-head attention",
+        "author": None,  # the book's author, from _config.yml
+        "printed": "printed %d %B %Y",
+        "contents": "Contents",
+    },
+    "zh": {
+        "subtitle": "一门可以运行的多头注意力课程",
+        "author": "课程作者，",
+        "printed": "印于 %Y 年 %m 月 %d 日",
+        "contents": "目录",
+    },
+}
 FOOTER = (
     '<div style="font-size: 9px; width: 100%; text-align: center; '
     'color: #555;"><span class="pageNumber"></span> / '
@@ -159,7 +174,7 @@ def destination_pages(pdf_path):
     }
 
 
-def contents(pages):
+def contents(pages, heading="Contents"):
     """A table of contents: every page's title and its sections, linked, each
     with its page number (filled in by :func:`print_pdf`)."""
     items = []
@@ -184,7 +199,7 @@ def contents(pages):
             + "</li>"
         )
     return BeautifulSoup(
-        '<section class="pdf-page pdf-contents"><h1>Contents</h1>'
+        f'<section class="pdf-page pdf-contents"><h1>{heading}</h1>'
         f"<ol>{''.join(items)}</ol></section>",
         "html.parser",
     )
@@ -198,11 +213,11 @@ def head_key(tag):
     return (tag.name, url.split("?")[0]) if url else str(tag)
 
 
-def one_document(outdir, docnames, title, subtitle):
+def one_document(outdir, docnames, title, subtitle, language="en"):
     """One HTML document: a title page, the contents, then every page's
     article, each starting on a new page, under the union of their heads."""
     book = BeautifulSoup(
-        "<!DOCTYPE html><html "
+        f"<!DOCTYPE html><html lang='{language}' "
         "data-theme='light'><head></head><body></body></html>",
         "html.parser",
     )
@@ -231,7 +246,12 @@ def one_document(outdir, docnames, title, subtitle):
         "html.parser",
     )
     book.body.append(cover)
-    book.body.append(contents([article for _, article, _ in pages]))
+    book.body.append(
+        contents(
+            [article for _, article, _ in pages],
+            WORDS[language.split("-")[0]]["contents"],
+        )
+    )
     for _, article, _ in pages:
         section = book.new_tag("section", attrs={"class": "pdf-page"})
         section.extend(list(article.children))
@@ -436,8 +456,10 @@ def print_pdf(html_path, pdf_path, outdir, titles):
                 footer_template=FOOTER,
             )
             # printed twice: the first print says on which page each heading
-            # fell, the second carries those numbers in the contents
-            page.pdf(**options)
+            # fell, the second carries those numbers in the contents (the
+            # first without tags, bookmarks and footer, which move nothing:
+            # 6 s instead of 10)
+            page.pdf(path=str(pdf_path), format="A4")
             page.evaluate(FILL_NUMBERS, destination_pages(pdf_path))
             page.pdf(**options)
             browser.close()
@@ -464,15 +486,19 @@ def _build_pdf(app, exception):
     outdir = Path(app.outdir)
     html_path = outdir / "_pdf" / "book.html"
     html_path.parent.mkdir(exist_ok=True)
+    language = "zh" if (app.config.language or "en").startswith("zh") else "en"
+    words = WORDS[language]
     subtitle = (
-        "An executable course on multi-head attention"
-        f"<br>{app.config.author}, printed {time.strftime('%d %B %Y')}"
+        f"{words['subtitle']}<br>"
+        f"{words['author'] or app.config.author + ', '}"
+        f"{time.strftime(words['printed'])}"
     )
     book = one_document(
         outdir,
         reading_order(app.env),
         app.config.html_title or app.config.project,
         subtitle,
+        language,
     )
     html_path.write_text(str(book), encoding="utf-8")
     try:

@@ -54,7 +54,12 @@ def _write_report(app, exception):
         except KeyError:  # not cached: its execution failed
             record = None
         report[docname] = entry(data, record, before)
-    path = Path(app.outdir).parent / "execution.json"
+    # _build/execution.json; the Chinese edition's build, which must execute
+    # nothing, writes _build/execution-zh_CN.json
+    name = "execution.json"
+    if (app.config.language or "en") != "en":
+        name = f"execution-{app.config.language}.json"
+    path = Path(app.env.mystnb_config.execution_cache_path).parent / name
     path.write_text(json.dumps(report, indent=1, sort_keys=True))
 
 

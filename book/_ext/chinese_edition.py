@@ -1,0 +1,392 @@
+"""Sphinx extension: the Chinese edition, built with the English one from the
+same execution of the notebooks.
+
+The English build starts the Chinese build, in a process of its own, once every
+notebook's outputs are in the execution cache (``_build/.jupyter_cache``): at
+its start where the test command's nbval run has cached them all, else once it
+has read (and run) every page. The Chinese build reads the same notebooks and
+the same cached outputs, translates the prose with Sphinx's gettext catalogs
+(``locale/zh_CN/LC_MESSAGES``, one per page) and writes its pages, search index
+and PDF to ``_build/html/zh``. The English build waits for it before it ends;
+the Chinese build's warnings are reported as the English build's, so the
+README's build command fails when either edition warns.
+
+In the Chinese build a message of a page's prose that its catalog does not
+translate (missing, empty or fuzzy: an English sentence edited since it was
+translated) is a warning. Outputs of code are not prose: they come from the
+notebooks' run and are the same in both editions.
+
+Every page of either edition links to the same page of the other.
+"""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms import SphinxTransform
+from sphinx.util import logging
+from sphinx.util.nodes import extract_messages
+
+logger = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[2]
+LANGUAGE = "zh_CN"
+FOLDER = "zh"  # the Chinese edition's folder in _build/html
+TITLE = "多头注意力，有问必答"
+FONT = "_static/fonts/NotoSansSC-book.woff"  # book/_static/book.css uses it
+SEARCH_TEXT = "搜索本书……"
+LOCALE = ROOT / "locale" / LANGUAGE / "LC_MESSAGES"
+# the course's terms, whole, for the search's word splitter (jieba), which
+# would cut 多头注意力 into 多头 and 注意力 and so not find it as typed
+SEARCH_WORDS = LOCALE.parent / "search_words.txt"
+
+
+def build(outdir, builder="html", language="en", srcdir=ROOT, **options):
+    """The README's build command (``jupyter-book build``) for one edition
+    or builder; returns Sphinx's exit status."""
+    from jupyter_book.sphinx import build_sphinx
+
+    srcdir = Path(srcdir)
+    overrides = {
+        "external_toc_path": (srcdir / "_toc.yml").as_posix(),
+        "latex_individualpages": False,
+        "language": language,
+        "nb_execution_cache_path": str(srcdir / "_build" / ".jupyter_cache"),
+        **options.pop("overrides", {}),
+    }
+    return build_sphinx(
+        srcdir,
+        outdir,
+        noconfig=True,
+        path_config=str(srcdir / "_config.yml"),
+        confoverrides=overrides,
+        builder=builder,
+        **options,
+    )
+
+
+def is_chinese(app):
+    return (app.config.language or "en").startswith("zh")
+
+
+def _chinese_config(config):
+    return (config.language or "en").startswith("zh")
+
+
+# -- the English build starts and waits for the Chinese one -----------------
+
+
+def all_cached(env):
+    """Whether every notebook's outputs are in the execution cache (as after
+    the test command's nbval run), so that the Chinese build can read them
+    at once instead of after the English build has run what was missing."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    cache = get_cache(env.mystnb_config.execution_cache_path)
+    for docname in env.found_docs:
+        path = env.doc2path(docname)
+        if str(path).endswith(".ipynb"):
+            try:
+                cache.match_cache_notebook(nbformat.read(path, as_version=4))
+            except KeyError:
+                return False
+    return True
+
+
+def _start_early(app, env, docnames):
+    if all_cached(env):
+        _start_chinese(app, env)
+
+
+def _start_chinese(app, env):
+    if (
+        is_chinese(app)
+        or app.builder.name != "html"
+        or hasattr(app, "chinese_build")
+    ):
+        return
+    build_dir = Path(app.outdir).parent
+    arguments = {
+        "srcdir": str(app.srcdir),
+        "outdir": str(Path(app.outdir) / FOLDER),
+        # the English build's cache: the outputs it executed or found
+        "overrides": {
+            "nb_execution_cache_path": str(
+                app.env.mystnb_config.execution_cache_path
+            ),
+        },
+        "doctreedir": str(build_dir / f".doctrees-{FOLDER}"),
+        # Sphinx 7 keeps -W in keep_going when --keep-going is given too
+        "warningiserror": bool(app.warningiserror or app.keep_going),
+        "keep_going": bool(app.keep_going),
+    }
+    log = open(build_dir / f"build-{FOLDER}.log", "w")
+    app.chinese_build = (
+        subprocess.Popen(
+            [sys.executable, __file__, json.dumps(arguments)],
+            cwd=app.srcdir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        ),
+        log,
+        time.perf_counter(),
+    )
+
+
+def _wait_for_chinese(app, exception):
+    started = getattr(app, "chinese_build", None)
+    if started is None:
+        return
+    process, log, began = started
+    returncode = process.wait()
+    log.close()
+    text = Path(log.name).read_text(encoding="utf-8", errors="replace")
+    seconds = time.perf_counter() - began
+    if returncode != 0:
+        problems = [
+            line
+            for line in text.splitlines()
+            if "WARNING" in line or "ERROR" in line or "Error" in line
+        ] or text.splitlines()[-20:]
+        logger.warning(
+            f"the Chinese edition's build failed (exit {returncode}, "
+            f"{seconds:.0f} s; its log: {log.name}):\n" + "\n".join(problems)
+        )
+    else:
+        logger.info(f"chinese_edition: built in {seconds:.0f} s")
+
+
+# -- the Chinese build: every message of the prose translated ---------------
+
+_catalogs = {}
+
+
+def catalog(docname):
+    """{message: translation} of one page's catalog, fuzzy and empty
+    translations left out."""
+    if docname not in _catalogs:
+        from babel.messages.pofile import read_po
+
+        path = LOCALE / f"{docname}.po"
+        translated = {}
+        if path.is_file():
+            with open(path, "rb") as file:
+                for message in read_po(file):
+                    if message.id and message.string and not message.fuzzy:
+                        translated[message.id] = message.string
+        _catalogs[docname] = translated
+    return _catalogs[docname]
+
+
+def _is_output(node):
+    """Whether a node is, or is inside, the output of a code cell."""
+    while node is not None:
+        if isinstance(node, nodes.Element) and "cell_output" in node.get(
+            "classes", []
+        ):
+            return True
+        node = node.parent
+    return False
+
+
+class OutputsStayAsRun(SphinxTransform):
+    """The outputs of code are the notebooks' run, the same in both
+    editions: Sphinx's translation (priority 20) leaves them alone, even
+    where a table's cell reads like a message of the prose."""
+
+    default_priority = 10
+
+    def apply(self):
+        for node in self.document.findall(nodes.TextElement):
+            if _is_output(node):
+                node["translatable"] = False
+
+
+def untranslated(doctree, translated):
+    """The messages of a translated page's prose that its catalog
+    (``translated``) lacks, and those whose translation Sphinx could not put
+    in (one that does not read as a single paragraph of Markdown, such as a
+    heading "1. ..." taken for a list): [(message, why)]."""
+    found = []
+    for node, message in extract_messages(doctree):
+        if node.get("translated") or _is_output(node):
+            continue
+        if isinstance(node, addnodes.toctree):  # its caption, translated
+            if node.get("caption") != message:  # in place, unmarked
+                continue
+        if message not in translated:
+            found.append((message, "not translated"))
+        elif translated[message] != message:
+            found.append((message, "translation not applied"))
+    return found
+
+
+def _check_translated(app, doctree):
+    if not is_chinese(app):
+        return
+    docname = app.env.docname
+    # the captions of the table of contents (added to the page after Sphinx
+    # translated it)
+    for toctree in doctree.findall(addnodes.toctree):
+        caption = toctree.get("caption")
+        if caption in catalog(docname):
+            toctree["caption"] = catalog(docname)[caption]
+    for message, why in untranslated(doctree, catalog(docname)):
+        shown = message if len(message) < 120 else message[:117] + "..."
+        logger.warning(
+            f"{why} (run python3 scripts/translations.py, then translate "
+            f"{LOCALE.relative_to(ROOT)}/{docname}.po): {shown!r}",
+            location=docname,
+        )
+    _translate_labels(doctree, docname)
+
+
+# the labels of the folds that hide code (cell metadata, not prose), with
+# their number where they have one: "Solution 2" -> "答案 2"
+LABELS = {
+    "Show the code": "显示代码",
+    "Hide the code": "隐藏代码",
+    "Show the checks": "显示检验代码",
+    "Hide the checks": "隐藏检验代码",
+    "Show the set-up": "显示准备代码",
+    "Hide the set-up": "隐藏准备代码",
+    "Show the plotting code": "显示绘图代码",
+    "Hide the plotting code": "隐藏绘图代码",
+    "Solution": "答案",
+    "Hide solution": "隐藏答案",
+}
+
+
+def translate_label(label):
+    """A fold's label in Chinese, or None where :data:`LABELS` lacks it."""
+    words, _, number = label.rpartition(" ")
+    if not number.isdigit():
+        words, number = label, ""
+    chinese = LABELS.get(words)
+    return None if chinese is None else f"{chinese} {number}".strip()
+
+
+def _translate_labels(doctree, docname):
+    for node in doctree.findall(nodes.container):
+        for key in ("prompt_show", "prompt_hide"):
+            if key in node.attributes:
+                chinese = translate_label(node[key])
+                if chinese is None:
+                    logger.warning(
+                        f"a fold's label without a translation in "
+                        f"chinese_edition.LABELS: {node[key]!r}",
+                        location=docname,
+                    )
+                else:
+                    node[key] = chinese
+
+
+class _KeepsRenderer(dict):
+    """A page's attributes that also keep, in ``temp_data`` (the data of the
+    page being read), the notebook renderer myst-nb sets on the page while
+    parsing it and removes after."""
+
+    def __init__(self, attributes, temp_data):
+        super().__init__(attributes)
+        self.temp_data = temp_data
+
+    def __setitem__(self, key, value):
+        if key == "nb_renderer":
+            self.temp_data[key] = value
+        super().__setitem__(key, value)
+
+
+def _glue_in_translations():
+    """A glued number inside a translated sentence: myst-nb reads glue data
+    from the renderer of the notebook being parsed, which Sphinx's
+    translation (a sentence parsed on its own) lacks; it gets the page's."""
+    from myst_nb.sphinx_ import Parser
+
+    parse = Parser.parse
+
+    def parse_with_glue(self, inputstring, document):
+        temp_data = document.settings.env.temp_data
+        if document.current_source.endswith("<translated>"):
+            if "nb_renderer" in temp_data:
+                document["nb_renderer"] = temp_data["nb_renderer"]
+        else:
+            document.attributes = _KeepsRenderer(
+                document.attributes, temp_data
+            )
+        parse(self, inputstring, document)
+        # the page is pickled, the renderer cannot be
+        document.attributes = dict(document.attributes)
+        if document.current_source.endswith("<translated>"):
+            document.attributes.pop("nb_renderer", None)
+
+    Parser.parse = parse_with_glue
+
+
+def _chinese_settings(app, config):
+    if _chinese_config(config):
+        _glue_in_translations()
+        config.html_title = TITLE
+        config.project = TITLE
+        config.html_theme_options = {
+            **config.html_theme_options,
+            "search_bar_text": SEARCH_TEXT,
+        }
+        config.html_search_options = {"dict": str(SEARCH_WORDS)}
+
+
+# -- both editions: a link to the same page in the other --------------------
+
+
+def other_edition(pagename, chinese):
+    """The relative address of a page's twin in the other edition."""
+    up = "../" * pagename.count("/")
+    if chinese:
+        return f"../{up}{pagename}.html", "en", "English"
+    return f"{up}{FOLDER}/{pagename}.html", "zh-CN", "中文"
+
+
+def _link_editions(app, pagename, templatename, context, doctree):
+    if app.builder.name != "html":
+        return
+    href, language, name = other_edition(pagename, is_chinese(app))
+    context["metatags"] = (
+        context.get("metatags", "")
+        + f'<link rel="alternate" hreflang="{language}" href="{href}">'
+    )
+    if is_chinese(app):
+        # fetched at once: text drawn before the font has come stays in
+        # empty boxes in Chromium where no system font has the characters
+        font = context["pathto"](FONT, 1)
+        context["metatags"] += (
+            f'<link rel="preload" href="{font}" as="font" type="font/woff" '
+            "crossorigin>"
+        )
+    if "body" in context:
+        context["body"] = (
+            f'<p class="edition-switch"><a href="{href}" '
+            f'hreflang="{language}" lang="{language}">{name}</a></p>'
+            + context["body"]
+        )
+
+
+def setup(app):
+    app.add_transform(OutputsStayAsRun)
+    app.connect("config-inited", _chinese_settings)
+    # at once where every notebook is cached, else once the English build
+    # has read (and run) every page
+    app.connect("env-before-read-docs", _start_early)
+    app.connect("env-updated", _start_chinese)
+    app.connect("doctree-read", _check_translated)
+    app.connect("html-page-context", _link_editions)
+    # after the English PDF is printed (priority 900), beside the Chinese build
+    app.connect("build-finished", _wait_for_chinese, priority=950)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+if __name__ == "__main__":  # the Chinese build, started by the English one
+    options = json.loads(sys.argv[1])
+    sys.exit(build(options.pop("outdir"), language=LANGUAGE, **options))

@@ -1,0 +1,147 @@
+"""The Chinese edition as built (``_build/html/zh``), read without a browser:
+built from the English build's run of the notebooks (nothing executed again,
+every output and glued number the same), every page paired with its English
+twin, no paragraph of prose left in English, and every character it shows
+in the font the book serves. Opened in Chromium in
+``test_chinese_pages.py``."""
+
+import json
+import re
+from collections import Counter
+
+import pytest
+from browsing import CHINESE, pages
+from bs4 import BeautifulSoup
+from support import ROOT
+
+CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+FONT = ROOT / "book" / "_static" / "fonts" / "NotoSansSC-book.woff"
+# what is not prose: code and its outputs, maths, the reference list
+NOT_PROSE = (
+    "div.cell_output, div.cell_input, pre, .math, div.math, .citation, "
+    "div.bibliography"
+)
+
+
+def _read(path):
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+@pytest.fixture(scope="module")
+def twins(built_book):
+    """[(English page, Chinese page)], as their parsed HTML and name."""
+    english = pages(built_book)
+    chinese = pages(built_book, CHINESE)
+    assert chinese, "the build wrote no Chinese pages (_build/html/zh)"
+    assert [CHINESE + name for name in english] == chinese, (
+        "the two editions have different pages: "
+        f"{set(english) ^ {n.removeprefix(CHINESE) for n in chinese}}"
+    )
+    return [
+        (name, _read(built_book / name), _read(built_book / CHINESE / name))
+        for name in english
+    ]
+
+
+def test_each_page_links_to_its_twin_in_the_other_edition(twins):
+    for name, english, chinese in twins:
+        if name == "search.html":  # drawn by the theme's template alone
+            continue
+        up = "../" * name.count("/")
+        to_chinese = english.select_one("p.edition-switch a")
+        to_english = chinese.select_one("p.edition-switch a")
+        assert to_chinese["href"] == f"{up}zh/{name}", name
+        assert to_english["href"] == f"../{up}{name}", name
+        assert chinese.html["lang"] == "zh-CN", name
+
+
+def test_the_chinese_edition_executed_nothing(book_build):
+    """Its outputs are the English build's: every notebook's came from the
+    execution cache the English build filled."""
+    report = json.loads((ROOT / "_build" / "execution-zh_CN.json").read_text())
+    assert report.keys() == book_build.execution.keys()
+    assert all(line["reused"] for line in report.values()), report
+
+
+def _outputs(page):
+    return [str(div) for div in page.select("div.cell_output")]
+
+
+def test_every_output_and_glued_number_is_the_same_in_both(twins, built_book):
+    outputs = images = 0
+    for name, english, chinese in twins:
+        assert _outputs(chinese) == _outputs(english), name
+        glued = [
+            Counter(span.get_text() for span in page.select(".pasted-text"))
+            for page in (english, chinese)
+        ]
+        assert glued[0] == glued[1], name
+        outputs += len(_outputs(english))
+        for img in english.select("div.cell_output img"):
+            folder = (built_book / name).parent
+            source = img["src"]
+            if not source.startswith("data:"):
+                twin = built_book / CHINESE / name
+                assert (folder / source).read_bytes() == (
+                    twin.parent / source
+                ).read_bytes(), f"{name}: {source} differs"
+                images += 1
+    assert outputs > 100 and images > 10, (outputs, images)
+
+
+def prose(page):
+    """The text of each paragraph, list item, heading and table cell of a
+    page's article that is not in code, output, maths or a reference."""
+    article = page.select_one("article.bd-article")
+    if article is None:  # the search page: no prose
+        return []
+    skipped = {id(tag) for tag in article.select(NOT_PROSE)}
+    return [
+        " ".join(block.get_text(" ", strip=True).split())
+        for block in article.select("p, li, h1, h2, h3, td, th, dt, dd")
+        if not block.select("p, li, dd")  # the innermost block only
+        and id(block) not in skipped
+        and not any(id(parent) in skipped for parent in block.parents)
+    ]
+
+
+def english_prose(texts):
+    """The blocks of ``texts`` written in English: four words or more and
+    not one Chinese character."""
+    return [
+        text
+        for text in texts
+        if len(re.findall(r"[A-Za-z]{2,}", text)) >= 4 and not CJK.search(text)
+    ]
+
+
+def test_no_chinese_page_leaves_a_paragraph_in_english(twins):
+    counted = 0
+    for name, english, chinese in twins:
+        assert not english_prose(prose(chinese)), name
+        counted += len(english_prose(prose(english)))
+    # the same measure finds the English edition's prose
+    assert counted > 400, counted
+
+
+def test_the_measure_of_english_prose():
+    assert english_prose(["Every head reads all of x."]) == [
+        "Every head reads all of x."
+    ]
+    assert not english_prose(["每个头都读取 x 的全部（all of x）。"])
+    assert not english_prose(["Q7", "PyTorch 2.13"])
+
+
+def test_the_book_serves_a_glyph_for_every_chinese_character(twins):
+    from fontTools.ttLib import TTFont
+
+    covered = set(map(chr, TTFont(FONT).getBestCmap()))
+    shown = set()
+    for _, _, chinese in twins:
+        shown |= set(CJK.findall(chinese.get_text()))
+    assert len(shown) > 500, len(shown)
+    missing = "".join(sorted(shown - covered))
+    assert not missing, (
+        f"characters outside {FONT.name}: {missing} (python3 "
+        "scripts/translations.py --font NotoSansCJK-Regular.ttc)"
+    )
