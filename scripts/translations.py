@@ -48,6 +48,21 @@ def extract():
         sys.exit(f"extracting the messages failed: {result}")
 
 
+HEADER = (
+    "# The Chinese edition of one page of Multi-Head Attention, Answered.\n"
+    "# Refreshed by python3 scripts/translations.py: translate each empty\n"
+    "# msgstr, check each fuzzy one and delete its fuzzy mark."
+)
+
+
+def _messages(catalog):
+    return [
+        (message.id, message.string, message.fuzzy)
+        for message in catalog
+        if message.id
+    ]
+
+
 def update():
     """Each catalog brought in step with its template; returns {page: number
     of messages still to translate}."""
@@ -57,25 +72,31 @@ def update():
         with open(template_path, "rb") as file:
             template = read_po(file)
         path = LOCALE / page.with_suffix(".po")
+        before = None
         if path.is_file():
             with open(path, "rb") as file:
                 catalog = read_po(file, locale="zh_CN")
+            before = _messages(catalog)
             catalog.update(template)
         else:
             catalog = template
             catalog.locale = "zh_CN"
         catalog.project = "Multi-Head Attention, Answered"
+        catalog.header_comment = HEADER
+        catalog.last_translator = "The course authors"
+        catalog.language_team = "zh_CN"
         catalog.fuzzy = False
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as file:
-            write_po(
-                file,
-                catalog,
-                width=0,
-                ignore_obsolete=True,
-                omit_header=False,
-                no_location=True,
-            )
+        if _messages(catalog) != before:  # else left as it is, date and all
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb") as file:
+                write_po(
+                    file,
+                    catalog,
+                    width=0,
+                    ignore_obsolete=True,
+                    omit_header=False,
+                    no_location=True,
+                )
         todo[page.as_posix()] = sum(
             1
             for message in catalog

@@ -103,8 +103,13 @@ def test_the_pdf_of_the_book_holds_every_chapter(site, built_book):
         "pypdf", reason="pypdf is not installed (pip install pypdf)"
     )
     _, html_root = site
-    pdf = html_root / "mha-answered.pdf"
-    assert pdf.is_file(), "the build wrote no PDF (book/_ext/book_pdf.py)"
+    intro = (html_root / "book" / "intro.html").read_text()
+    (link,) = re.findall(r'href="([^"]+\.pdf)"', intro)
+    pdf = (html_root / "book" / link).resolve()
+    assert pdf == html_root / "mha-answered.pdf" and pdf.is_file(), (
+        f"the intro links {link}, and the build wrote no PDF there "
+        "(book/_ext/book_pdf.py)"
+    )
     reader = pypdf.PdfReader(pdf)
     texts = [
         unicodedata.normalize("NFKC", page)

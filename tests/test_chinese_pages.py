@@ -106,8 +106,12 @@ def test_the_chinese_pdf_holds_every_chapter_in_chinese(site):
     import pypdf
 
     _, html_root = site
-    pdf = html_root / CHINESE / "mha-answered.pdf"
-    assert pdf.is_file(), "the Chinese build wrote no PDF"
+    intro = (html_root / CHINESE / "book" / "intro.html").read_text()
+    (link,) = re.findall(r'href="([^"]+\.pdf)"', intro)
+    pdf = (html_root / CHINESE / "book" / link).resolve()
+    assert pdf == html_root / CHINESE / "mha-answered.pdf" and pdf.is_file(), (
+        f"the Chinese intro links {link}, and the build wrote no PDF there"
+    )
     reader = pypdf.PdfReader(pdf)
     text = "".join(
         "".join(unicodedata.normalize("NFKC", page).split())

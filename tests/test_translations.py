@@ -127,3 +127,21 @@ def test_markup_is_compared():
         good.replace("04.ipynb", "05.ipynb"),
     ):
         assert kept(bad) != kept(english)
+
+
+def test_the_font_has_every_chinese_character_of_the_catalogs():
+    from fontTools.ttLib import TTFont
+
+    font = ROOT / "book" / "_static" / "fonts" / "NotoSansSC-book.woff"
+    covered = set(map(chr, TTFont(font).getBestCmap()))
+    used = {
+        character
+        for path in CATALOGS
+        for message in messages(path)
+        for character in CJK.findall(message.string or "")
+    }
+    missing = "".join(sorted(used - covered))
+    assert len(used) > 500 and not missing, (
+        f"characters outside {font.name}: {missing} (python3 "
+        "scripts/translations.py --font NotoSansCJK-Regular.ttc)"
+    )
