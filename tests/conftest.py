@@ -105,9 +105,20 @@ def pytest_sessionfinish(session):
                 pass
 
 
-def _needs_the_book(item):
+# what a test of the built book waits for, in the order the build writes it:
+# the English pages, the Chinese pages, the whole build (the PDFs, the log)
+STAGES = ("english_pages", "chinese_pages", "book_build")
+
+
+def _stage(item):
+    """The last stage of the build a test waits for, or None."""
     names = getattr(item, "fixturenames", ())
-    return "book_build" in names or "english_pages" in names
+    waits = [stage for stage in STAGES if stage in names]
+    return STAGES.index(waits[-1]) if waits else None
+
+
+def _needs_the_book(item):
+    return _stage(item) is not None
 
 
 _wanted = []  # whether a test of this session needs the book
@@ -126,6 +137,12 @@ def pytest_collection_modifyitems(session, config, items):
         key=lambda item: item.path.name != "test_replication.py",
     )
     late = [item for item in items if item.path in waiting]
+    # a file goes when the last stage its tests wait for can be written: the
+    # English pages' files first
+    stage = {}
+    for item in book:
+        stage[item.path] = max(stage.get(item.path, 0), _stage(item))
+    book.sort(key=lambda item: stage[item.path])
     items[:] = early + [item for item in late if item not in book] + book
     _wanted[:] = [bool(book)]
 
@@ -148,17 +165,13 @@ def _wait_for(ready):
         time.sleep(0.5)
 
 
-# written by book/_ext/book_pdf.py once every English page is written, before
-# the PDF is printed (and while the Chinese edition may still be building)
-PAGES_WRITTEN = BUILD / "html" / "_pdf" / "book.html"
-
-
-@pytest.fixture(scope="session")
-def english_pages(request):
-    """``_build/html`` as soon as the English pages are written: their tests
-    run beside the rest of the build (the PDFs, the Chinese edition)."""
+def _pages_written(request, edition):
+    """``_build/html`` as soon as one edition's pages are written (book_pdf
+    writes ``_pdf/book.html`` from them, before it prints the PDF): their
+    tests run beside the rest of the build."""
     _start_build(request.config)
-    _wait_for(lambda: RESULT.is_file() or PAGES_WRITTEN.is_file())
+    written = BUILD / "html" / edition / "_pdf" / "book.html"
+    _wait_for(lambda: RESULT.is_file() or written.is_file())
     if RESULT.is_file() and json.loads(RESULT.read_text())["returncode"]:
         pytest.fail(
             "the book build failed (see "
@@ -166,6 +179,23 @@ def english_pages(request):
             pytrace=False,
         )
     return BUILD / "html"
+
+
+@pytest.fixture(scope="session")
+def english_pages(request):
+    """The English pages, written (the PDFs and the Chinese edition may
+    still be coming)."""
+    return _pages_written(request, "")
+
+
+@pytest.fixture(scope="session")
+def chinese_pages(request, english_pages):
+    """The Chinese pages (``_build/html/zh``) and the English ones, written,
+    and each edition's report of how its notebooks got their outputs."""
+    html = _pages_written(request, "zh")
+    reports = [BUILD / "execution.json", BUILD / "execution-zh_CN.json"]
+    _wait_for(lambda: all(report.is_file() for report in reports))
+    return html
 
 
 @pytest.fixture(scope="session")

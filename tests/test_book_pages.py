@@ -1,31 +1,22 @@
-"""The built book's pages other than the chapters, its search, its PDF.
+"""The built book's pages other than the chapters, and its search.
 
 Opened in headless Chromium as in ``test_browser.py`` (which takes the
 chapters, so two workers share the pages): each renders with its images,
 links and math and fits a phone's 390 px; the index leads to the intro, the
 answers have an anchor per question, the intro links every chapter, the
-search page finds a term; the PDF holds every chapter, with bookmarks and a
-contents page whose page numbers are right. Skipped, with the reason, when
-Playwright or Chromium is missing (the PDF is printed by the build, with the
-same Chromium).
-"""
+search page finds a term (the PDF is checked in ``test_pdfs.py``). Skipped,
+with the reason, when Playwright or Chromium is missing."""
 
-import json
-import re
-import unicodedata
 from urllib.parse import urljoin
 
-import pytest
 from browsing import (
     REDIRECT,
     check_pages,
     check_phone_width,
-    page_texts,
     pages,
     skip_without_a_browser,
     visit,
 )
-from support import ROOT
 
 skip_without_a_browser()
 
@@ -96,77 +87,3 @@ def test_search_finds_a_term(site, browser):
     assert results >= 1, "search found nothing for 'parameters'"
     assert not script_errors, script_errors
     page.close()
-
-
-def test_the_pdf_of_the_book_holds_every_chapter(site, built_book):
-    pypdf = pytest.importorskip(
-        "pypdf", reason="pypdf is not installed (pip install pypdf)"
-    )
-    _, html_root = site
-    intro = (html_root / "book" / "intro.html").read_text()
-    (link,) = re.findall(r'href="([^"]+\.pdf)"', intro)
-    pdf = (html_root / "book" / link).resolve()
-    assert pdf == html_root / "mha-answered.pdf" and pdf.is_file(), (
-        f"the intro links {link}, and the build wrote no PDF there "
-        "(book/_ext/book_pdf.py)"
-    )
-    reader = pypdf.PdfReader(pdf)
-    texts = [
-        unicodedata.normalize("NFKC", page)
-        for page in page_texts(pdf, len(reader.pages))
-    ]
-    text = " ".join(texts)
-    squeezed = "".join(text.split())  # line breaks fall anywhere in a title
-    for chapter in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        title = (
-            "".join(json.loads(chapter.read_text())["cells"][0]["source"])
-            .splitlines()[0]
-            .lstrip("# ")
-        )
-        assert "".join(title.split()) in squeezed, (
-            f"the PDF lacks {chapter.stem} ({title!r})"
-        )
-    assert "\\frac" not in text and "$$" not in text, "the PDF shows raw TeX"
-    outline = reader.outline
-    top = [item.title for item in outline if not isinstance(item, list)]
-    assert "Contents" in top and any(t.startswith("1. ") for t in top), (
-        f"the PDF's bookmarks lack the contents or the chapters: {top}"
-    )
-    assert any(isinstance(item, list) for item in outline), (
-        "the PDF's bookmarks have no sections under the chapters"
-    )
-    title = re.search(
-        r'^title: "(.*)"', (ROOT / "_config.yml").read_text(), re.M
-    )
-    assert top[0] == title.group(1), f"the PDF's first bookmark is {top[0]!r}"
-    assert not any(re.search("[a-z][A-Z]", t) for t in top), (
-        f"bookmark titles run words together: {top}"
-    )
-    every = []
-    stack = list(outline)
-    while stack:  # every bookmark, at every depth
-        item = stack.pop()
-        stack.extend(item) if isinstance(item, list) else every.append(item)
-    gaps = [t.title for t in every if re.search(r"  | [?,.]", t.title)]
-    assert not gaps, f"bookmarks with a word missing (math?): {gaps}"
-    assert 60 <= len(reader.pages) <= 260, (
-        f"the PDF has {len(reader.pages)} pages"
-    )
-    # the contents give each chapter's page, and the chapter starts there
-    listed = {}
-    for page in reader.pages[1:8]:
-        layout = unicodedata.normalize(
-            "NFKC", page.extract_text(extraction_mode="layout")
-        )
-        for line in layout.splitlines():
-            found = re.match(r"\s*(\d+)\. (.*?)\s{2,}(\d+)\s*$", line)
-            if found:
-                listed[int(found[1])] = (found[2], int(found[3]))
-    assert sorted(listed) == list(range(1, 8)), (
-        f"the contents list chapters {sorted(listed)} with page numbers"
-    )
-    for number, (title, page) in listed.items():
-        start = "".join(f"{number}. {title}".split())[:20]
-        assert start in "".join(texts[page - 1].split()), (
-            f"the contents put chapter {number} on page {page}"
-        )

@@ -28,17 +28,18 @@ def _read(path):
 
 
 @pytest.fixture(scope="module")
-def twins(built_book):
+def twins(chinese_pages):
     """[(English page, Chinese page)], as their parsed HTML and name."""
-    english = pages(built_book)
-    chinese = pages(built_book, CHINESE)
+    html = chinese_pages
+    english = pages(html)
+    chinese = pages(html, CHINESE)
     assert chinese, "the build wrote no Chinese pages (_build/html/zh)"
     assert [CHINESE + name for name in english] == chinese, (
         "the two editions have different pages: "
         f"{set(english) ^ {n.removeprefix(CHINESE) for n in chinese}}"
     )
     return [
-        (name, _read(built_book / name), _read(built_book / CHINESE / name))
+        (name, _read(html / name), _read(html / CHINESE / name))
         for name in english
     ]
 
@@ -55,19 +56,24 @@ def test_each_page_links_to_its_twin_in_the_other_edition(twins):
         assert chinese.html["lang"] == "zh-CN", name
 
 
-def test_the_chinese_edition_executed_nothing(book_build):
+def test_the_chinese_edition_executed_nothing(chinese_pages):
     """Its outputs are the English build's: every notebook's came from the
     execution cache the English build filled."""
-    report = json.loads((ROOT / "_build" / "execution-zh_CN.json").read_text())
-    assert report.keys() == book_build.execution.keys()
-    assert all(line["reused"] for line in report.values()), report
+    english, chinese = (
+        json.loads((ROOT / "_build" / name).read_text())
+        for name in ("execution.json", "execution-zh_CN.json")
+    )
+    assert chinese.keys() == english.keys()
+    assert all(line["reused"] for line in chinese.values()), chinese
 
 
 def _outputs(page):
     return [str(div) for div in page.select("div.cell_output")]
 
 
-def test_every_output_and_glued_number_is_the_same_in_both(twins, built_book):
+def test_every_output_and_glued_number_is_the_same_in_both(
+    twins, chinese_pages
+):
     outputs = images = 0
     for name, english, chinese in twins:
         assert _outputs(chinese) == _outputs(english), name
@@ -78,10 +84,10 @@ def test_every_output_and_glued_number_is_the_same_in_both(twins, built_book):
         assert glued[0] == glued[1], name
         outputs += len(_outputs(english))
         for img in english.select("div.cell_output img"):
-            folder = (built_book / name).parent
+            folder = (chinese_pages / name).parent
             source = img["src"]
             if not source.startswith("data:"):
-                twin = built_book / CHINESE / name
+                twin = chinese_pages / CHINESE / name
                 assert (folder / source).read_bytes() == (
                     twin.parent / source
                 ).read_bytes(), f"{name}: {source} differs"

@@ -60,7 +60,9 @@ def _write_report(app, exception):
     if (app.config.language or "en") != "en":
         name = f"execution-{app.config.language}.json"
     path = Path(app.env.mystnb_config.execution_cache_path).parent / name
-    path.write_text(json.dumps(report, indent=1, sort_keys=True))
+    written = path.with_suffix(".partial")
+    written.write_text(json.dumps(report, indent=1, sort_keys=True))
+    written.replace(path)  # whole, or not there (the tests read it early)
 
 
 def setup(app):

@@ -1,0 +1,121 @@
+"""The two PDFs the build prints last, one per edition: each holds every
+chapter (the Chinese one in Chinese), reached by the intro's link, with
+bookmarks and a contents page whose page numbers are right. Their text is read
+with poppler's pdftotext where it is installed, else with pypdf. Skipped, with
+the reason, when Playwright or Chromium is missing (the build prints the PDFs
+with the same Chromium)."""
+
+import json
+import re
+import unicodedata
+
+import pytest
+from browsing import CHINESE, page_texts, skip_without_a_browser
+from support import ROOT
+
+skip_without_a_browser()
+
+
+def test_the_pdf_of_the_book_holds_every_chapter(built_book):
+    pypdf = pytest.importorskip(
+        "pypdf", reason="pypdf is not installed (pip install pypdf)"
+    )
+    html_root = built_book
+    intro = (html_root / "book" / "intro.html").read_text()
+    (link,) = re.findall(r'href="([^"]+\.pdf)"', intro)
+    pdf = (html_root / "book" / link).resolve()
+    assert pdf == html_root / "mha-answered.pdf" and pdf.is_file(), (
+        f"the intro links {link}, and the build wrote no PDF there "
+        "(book/_ext/book_pdf.py)"
+    )
+    reader = pypdf.PdfReader(pdf)
+    texts = [
+        unicodedata.normalize("NFKC", page)
+        for page in page_texts(pdf, len(reader.pages))
+    ]
+    text = " ".join(texts)
+    squeezed = "".join(text.split())  # line breaks fall anywhere in a title
+    for chapter in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        title = (
+            "".join(json.loads(chapter.read_text())["cells"][0]["source"])
+            .splitlines()[0]
+            .lstrip("# ")
+        )
+        assert "".join(title.split()) in squeezed, (
+            f"the PDF lacks {chapter.stem} ({title!r})"
+        )
+    assert "\\frac" not in text and "$$" not in text, "the PDF shows raw TeX"
+    outline = reader.outline
+    top = [item.title for item in outline if not isinstance(item, list)]
+    assert "Contents" in top and any(t.startswith("1. ") for t in top), (
+        f"the PDF's bookmarks lack the contents or the chapters: {top}"
+    )
+    assert any(isinstance(item, list) for item in outline), (
+        "the PDF's bookmarks have no sections under the chapters"
+    )
+    title = re.search(
+        r'^title: "(.*)"', (ROOT / "_config.yml").read_text(), re.M
+    )
+    assert top[0] == title.group(1), f"the PDF's first bookmark is {top[0]!r}"
+    assert not any(re.search("[a-z][A-Z]", t) for t in top), (
+        f"bookmark titles run words together: {top}"
+    )
+    every = []
+    stack = list(outline)
+    while stack:  # every bookmark, at every depth
+        item = stack.pop()
+        stack.extend(item) if isinstance(item, list) else every.append(item)
+    gaps = [t.title for t in every if re.search(r"  | [?,.]", t.title)]
+    assert not gaps, f"bookmarks with a word missing (math?): {gaps}"
+    assert 60 <= len(reader.pages) <= 260, (
+        f"the PDF has {len(reader.pages)} pages"
+    )
+    # the contents give each chapter's page, and the chapter starts there
+    listed = {}
+    for page in reader.pages[1:8]:
+        layout = unicodedata.normalize(
+            "NFKC", page.extract_text(extraction_mode="layout")
+        )
+        for line in layout.splitlines():
+            found = re.match(r"\s*(\d+)\. (.*?)\s{2,}(\d+)\s*$", line)
+            if found:
+                listed[int(found[1])] = (found[2], int(found[3]))
+    assert sorted(listed) == list(range(1, 8)), (
+        f"the contents list chapters {sorted(listed)} with page numbers"
+    )
+    for number, (title, page) in listed.items():
+        start = "".join(f"{number}. {title}".split())[:20]
+        assert start in "".join(texts[page - 1].split()), (
+            f"the contents put chapter {number} on page {page}"
+        )
+
+
+def test_the_chinese_pdf_holds_every_chapter_in_chinese(built_book):
+    import pypdf
+
+    html_root = built_book
+    intro = (html_root / CHINESE / "book" / "intro.html").read_text()
+    (link,) = re.findall(r'href="([^"]+\.pdf)"', intro)
+    pdf = (html_root / CHINESE / "book" / link).resolve()
+    assert pdf == html_root / CHINESE / "mha-answered.pdf" and pdf.is_file(), (
+        f"the Chinese intro links {link}, and the build wrote no PDF there"
+    )
+    reader = pypdf.PdfReader(pdf)
+    text = "".join(
+        "".join(unicodedata.normalize("NFKC", page).split())
+        for page in page_texts(pdf, len(reader.pages))
+    )
+    titles = [
+        re.sub(r"\s+", "", re.sub(r"<[^>]+>", "", h1.group(1)))
+        for path in sorted((html_root / CHINESE / "notebooks").glob("*.html"))
+        for h1 in [re.search(r"<h1>(.*?)</h1>", path.read_text(), re.S)]
+    ]
+    assert len(titles) == 7
+    for title in titles:
+        assert re.search(r"[\u4e00-\u9fff]", title), title
+        title = unicodedata.normalize("NFKC", title).rstrip("#")
+        assert title in text, title
+    outline = [
+        item.title for item in reader.outline if not isinstance(item, list)
+    ]
+    assert "目录" in outline, outline
