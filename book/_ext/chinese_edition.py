@@ -326,6 +326,17 @@ def _glue_in_translations():
     Parser.parse = parse_with_glue
 
 
+def _own_output_folder(app):
+    """myst-nb writes a page's executed notebook and its images beside the
+    output folder: for the Chinese build, in _build, not inside the English
+    pages (_build/html)."""
+    if is_chinese(app):
+        folder = Path(app.outdir).parent.parent / f"jupyter_execute-{FOLDER}"
+        app.env.mystnb_config = app.env.mystnb_config.copy(
+            output_folder=str(folder)
+        )
+
+
 def _chinese_settings(app, config):
     if _chinese_config(config):
         _glue_in_translations()
@@ -376,6 +387,7 @@ def _link_editions(app, pagename, templatename, context, doctree):
 def setup(app):
     app.add_transform(OutputsStayAsRun)
     app.connect("config-inited", _chinese_settings)
+    app.connect("builder-inited", _own_output_folder, priority=600)
     # at once where every notebook is cached, else once the English build
     # has read (and run) every page
     app.connect("env-before-read-docs", _start_early)
