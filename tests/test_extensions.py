@@ -241,3 +241,15 @@ def test_the_labels_of_folds_are_translated_with_their_number():
     assert chinese.translate_label("Show the checks") == "显示检验代码"
     assert chinese.translate_label("Hide solution 2") == "隐藏答案 2"
     assert chinese.translate_label("Show the weights") is None
+
+
+def test_contents_lines_set_no_space_between_chinese_words(book_pdf):
+    from bs4 import BeautifulSoup
+
+    line = BeautifulSoup(
+        "<a>融合层<em>就是</em>逐头的图（重做<a>第 3 章</a>）, in English</a>",
+        "html.parser",
+    )
+    assert (
+        book_pdf._text(line) == "融合层就是逐头的图（重做第 3 章）, in English"
+    )

@@ -145,3 +145,22 @@ def test_the_font_has_every_chinese_character_of_the_catalogs():
         f"characters outside {font.name}: {missing} (python3 "
         "scripts/translations.py --font NotoSansCJK-Regular.ttc)"
     )
+
+
+def emphasis(text):
+    """How many bold and italic spans a message's Markdown makes."""
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").render(ROLE.sub("`role`", text))
+    return html.count("<strong>"), html.count("<em>")
+
+
+@pytest.mark.parametrize("path", CATALOGS, ids=_name)
+def test_translations_keep_their_bold_and_italic(path):
+    """In Chinese a ** next to a full-width mark or a role can fail to open
+    or close (CommonMark's rule), and the reader sees the asterisks."""
+    for message in messages(path):
+        if message.string and not is_maths(message.id):
+            assert emphasis(message.string) == emphasis(message.id), (
+                message.string
+            )

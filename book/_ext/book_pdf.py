@@ -144,9 +144,17 @@ def for_paper(article, prefix):
     return article
 
 
+# a space between two Chinese characters or marks (Chinese sets none)
+CHINESE_GAP = re.compile(
+    r"(?<=[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]) "
+    r"(?=[\u3000-\u303f\u3400-\u9fff\uff00-\uffef])"
+)
+
+
 def _text(tag):
-    """A tag's text as read: words of inline children kept apart."""
-    return " ".join(tag.get_text(" ", strip=True).split())
+    """A tag's text as read: words of inline children kept apart (but not
+    Chinese ones)."""
+    return CHINESE_GAP.sub("", " ".join(tag.get_text(" ", strip=True).split()))
 
 
 # where a contents line's page number goes: a space until the first print has

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LANGUAGE = "zh_CN"
 FOLDER = "zh"  # the Chinese edition's folder in _build/html
 TITLE = "多头注意力，有问必答"
+AUTHOR = "课程作者"
 FONT = "_static/fonts/NotoSansSC-book.woff"  # book/_static/book.css uses it
 SEARCH_TEXT = "搜索本书……"
 LOCALE = ROOT / "locale" / LANGUAGE / "LC_MESSAGES"
@@ -342,6 +343,7 @@ def _chinese_settings(app, config):
         _glue_in_translations()
         config.html_title = TITLE
         config.project = TITLE
+        config.author = AUTHOR
         config.html_theme_options = {
             **config.html_theme_options,
             "search_bar_text": SEARCH_TEXT,
@@ -377,10 +379,12 @@ def _link_editions(app, pagename, templatename, context, doctree):
             "crossorigin>"
         )
     if "body" in context:
+        # the same section in the other edition (the two share their ids)
+        keep_place = "this.href = this.href.split('#')[0] + location.hash"
         context["body"] = (
             f'<p class="edition-switch"><a href="{href}" '
-            f'hreflang="{language}" lang="{language}">{name}</a></p>'
-            + context["body"]
+            f'hreflang="{language}" lang="{language}" '
+            f'onclick="{keep_place}">{name}</a></p>' + context["body"]
         )
 
 
