@@ -229,14 +229,21 @@ def layer_diagram(num_heads=3, ax=None):
 
 
 def learning_curves(
-    runs, *, ax=None, title=None, ylabel="loss / target variance", logy=True
+    runs,
+    *,
+    ax=None,
+    title=None,
+    ylabel="loss / target variance",
+    logy=True,
+    reference=None,
 ):
     """Median and min-max band over seeds: ``runs`` is ``{label: [history,
     ...]}`` (Chapters 4, 5).
 
     Each history is a ``{"step": [...], "loss": [...]}`` dict from
     :func:`mha_lib.training.train`. Each curve has its own colour and dash,
-    so curves that run together stay visible.
+    so curves that run together stay visible. ``reference`` is ``(loss,
+    label)``: a grey dotted line at that loss, named in the legend.
     """
     import numpy as np
 
@@ -260,6 +267,9 @@ def learning_curves(
             color=line.get_color(),
             alpha=0.2,
         )
+    if reference is not None:
+        level, name = reference
+        ax.axhline(level, color="grey", linestyle=":", linewidth=1, label=name)
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel("training step")
@@ -267,10 +277,9 @@ def learning_curves(
     if title:
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    # below the axes, where it covers no curve
-    ax.legend(
-        frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2
-    )
+    # below the axes, where it covers no curve, one entry a line so that
+    # long labels never run into each other
+    ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16))
     return ax
 
 

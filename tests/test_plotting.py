@@ -17,6 +17,13 @@ def test_figures_draw():
     history = {"step": [0, 1, 2], "loss": [1.0, 0.5, 0.25]}
     ax = plotting.learning_curves({"a": [history, history]})
     assert len(ax.lines) == 1
+    ax = plotting.learning_curves(
+        {"a": [history, history]}, reference=(0.5, "floor")
+    )
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "a (2 seeds)",
+        "floor",
+    ]
     figure = plotting.matrix_grid(
         torch.rand(2, 3, 4, 4),
         row_labels=["x", "y"],
