@@ -66,13 +66,13 @@ h1, h2, h3 { break-after: avoid; break-inside: avoid; }
 WORDS = {
     "en": {
         "subtitle": "An executable course on multi-head attention",
-        "author": None,  # the book's author, from _config.yml
+        "after_author": ", ",  # the author: the book's, from _config.yml
         "printed": "printed %d %B %Y",
         "contents": "Contents",
     },
     "zh": {
         "subtitle": "一门可以运行的多头注意力课程",
-        "author": "课程作者，",
+        "after_author": "，",
         "printed": "印于 %Y 年 %m 月 %d 日",
         "contents": "目录",
     },
@@ -497,8 +497,7 @@ def _build_pdf(app, exception):
     language = "zh" if (app.config.language or "en").startswith("zh") else "en"
     words = WORDS[language]
     subtitle = (
-        f"{words['subtitle']}<br>"
-        f"{words['author'] or app.config.author + ', '}"
+        f"{words['subtitle']}<br>{app.config.author}{words['after_author']}"
         f"{time.strftime(words['printed'])}"
     )
     book = one_document(

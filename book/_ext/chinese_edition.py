@@ -69,11 +69,7 @@ def build(outdir, builder="html", language="en", srcdir=ROOT, **options):
     )
 
 
-def is_chinese(app):
-    return (app.config.language or "en").startswith("zh")
-
-
-def _chinese_config(config):
+def is_chinese(config):
     return (config.language or "en").startswith("zh")
 
 
@@ -105,7 +101,7 @@ def _start_early(app, env, docnames):
 
 def _start_chinese(app, env):
     if (
-        is_chinese(app)
+        is_chinese(app.config)
         or app.builder.name != "html"
         or hasattr(app, "chinese_build")
     ):
@@ -227,7 +223,7 @@ def untranslated(doctree, translated):
 
 
 def _check_translated(app, doctree):
-    if not is_chinese(app):
+    if not is_chinese(app.config):
         return
     docname = app.env.docname
     # the captions of the table of contents (added to the page after Sphinx
@@ -331,7 +327,7 @@ def _own_output_folder(app):
     """myst-nb writes a page's executed notebook and its images beside the
     output folder: for the Chinese build, in _build, not inside the English
     pages (_build/html)."""
-    if is_chinese(app):
+    if is_chinese(app.config):
         folder = Path(app.outdir).parent.parent / f"jupyter_execute-{FOLDER}"
         app.env.mystnb_config = app.env.mystnb_config.copy(
             output_folder=str(folder)
@@ -339,7 +335,7 @@ def _own_output_folder(app):
 
 
 def _chinese_settings(app, config):
-    if _chinese_config(config):
+    if is_chinese(config):
         _glue_in_translations()
         config.html_title = TITLE
         config.project = TITLE
@@ -365,12 +361,12 @@ def other_edition(pagename, chinese):
 def _link_editions(app, pagename, templatename, context, doctree):
     if app.builder.name != "html":
         return
-    href, language, name = other_edition(pagename, is_chinese(app))
+    href, language, name = other_edition(pagename, is_chinese(app.config))
     context["metatags"] = (
         context.get("metatags", "")
         + f'<link rel="alternate" hreflang="{language}" href="{href}">'
     )
-    if is_chinese(app):
+    if is_chinese(app.config):
         # fetched at once: text drawn before the font has come stays in
         # empty boxes in Chromium where no system font has the characters
         font = context["pathto"](FONT, 1)
