@@ -75,13 +75,13 @@ def browser():
 SCREENSHOTS = "MHA_SCREENSHOTS"
 
 
-@pytest.fixture(scope="module")
-def opened(site, browser):
-    """Each page opened once at 1280 px: ``opened(name)`` returns (page,
-    script errors), shared by the checks that read the page. Where the
-    variable ``MHA_SCREENSHOTS`` is set, each page's screenshot is saved.
+def opener(site, browser, width=1280):
+    """``open_page(name)``: each page opened once at ``width`` px, returning
+    (page, script errors), shared by the checks that read the page; a
+    generator that closes the pages at its end. Where the variable
+    ``MHA_SCREENSHOTS`` is set, each page's screenshot is saved.
 
-    A chapter page takes seconds to typeset and draw; the checks at that width
+    A chapter page takes seconds to typeset and draw; the checks at one width
     read it in turn instead of loading it again each.
     """
     base, html_root = site
@@ -92,16 +92,24 @@ def opened(site, browser):
             screenshot = (
                 html_root.parent
                 / "screenshots"
-                / name.replace("/", "_").replace(".html", ".jpg")
+                / name.replace("/", "_").replace(".html", f"-{width}.jpg")
                 if os.environ.get(SCREENSHOTS)
                 else None
             )
-            visited[name] = visit(browser, urljoin(base, name), screenshot)
+            visited[name] = visit(
+                browser, urljoin(base, name), screenshot, width=width
+            )
         return visited[name]
 
     yield open_page
     for page, _ in visited.values():
         page.close()
+
+
+@pytest.fixture(scope="module")
+def opened(site, browser):
+    """Each page opened once at 1280 px (see :func:`opener`)."""
+    yield from opener(site, browser)
 
 
 # the Chinese edition's folder in the built book (book/_ext/chinese_edition.py)
@@ -214,11 +222,12 @@ def move_every_control(page, name):
     return moved
 
 
-def check_pages(names, site, opened):
+def check_pages(names, site, opened, controls=True):
     """Each page of ``names``: no script error or request to another host,
-    its math typeset, every control of an interactive figure redraws it,
-    every image loaded, every link to this book reaching a page and anchor
-    that exist. Returns what was checked, counted."""
+    its math typeset, every control of an interactive figure redraws it
+    (unless ``controls`` is false), every image loaded, every link to this
+    book reaching a page and anchor that exist. Returns what was checked,
+    counted."""
     base, html_root = site
     texts = {}  # each page's HTML, read once (pages link to their own anchors)
     checked = {
@@ -244,7 +253,8 @@ def check_pages(names, site, opened):
         checked["formulas"] += page.eval_on_selector_all(
             ".math", "ms => ms.length"
         )
-        checked["controls"] += move_every_control(page, name)
+        if controls:
+            checked["controls"] += move_every_control(page, name)
         assert not script_errors, (
             f"{name}: script errors after moving the controls {script_errors}"
         )
@@ -287,11 +297,12 @@ def check_pages(names, site, opened):
 
 def check_phone_width(names, opened):
     """At 390 px the page itself must not scroll sideways: wide code and
-    tables scroll inside their own box, figures shrink to the column. Each
-    page opened at 1280 px is narrowed to 390 px (the theme's layout follows
-    the width as it changes) and widened again."""
+    tables scroll inside their own box, figures shrink to the column. A page
+    opened wider is narrowed to 390 px (the theme's layout follows the width
+    as it changes) and widened again."""
     for name in names:
         page, _ = opened(name)
+        width = page.viewport_size["width"]
         page.set_viewport_size({"width": 390, "height": 900})
         try:
             too_wide = page.evaluate(
@@ -307,7 +318,7 @@ def check_phone_width(names, opened):
             )
             assert not images, f"{name}: images cut off at 390 px: {images}"
         finally:
-            page.set_viewport_size({"width": 1280, "height": 900})
+            page.set_viewport_size({"width": width, "height": 900})
 
 
 # Prints the text of pages [start, stop) of a PDF as a JSON list.

@@ -1,9 +1,11 @@
-"""The Chinese edition opened in headless Chromium, as ``test_browser.py``
-and ``test_book_pages.py`` open the English one: every page renders with its
-images, links and math, its figures' controls react, it fits a phone's 390
-px; the search finds Chinese words (the Chinese PDF is checked in
-``test_pdfs.py``). Skipped, with the reason, when Playwright or Chromium is
-missing."""
+"""The Chinese edition opened in headless Chromium, as a reader on a phone
+would: every page renders at 390 px with its images, links and math, and does
+not scroll sideways; the search finds Chinese words (the Chinese PDF is
+checked in ``test_pdfs.py``). What the English pages' checks settle for both
+editions is not checked again: the figures are the same outputs, byte for
+byte (``test_chinese_edition.py``), so their controls are moved on the English
+pages only (``test_browser.py``), and the page layout at 1280 px is the same
+theme's. Skipped, with the reason, when Playwright or Chromium is missing."""
 
 from urllib.parse import quote, urljoin
 
@@ -12,6 +14,7 @@ from browsing import (
     CHINESE,
     check_pages,
     check_phone_width,
+    opener,
     pages,
     skip_without_a_browser,
     visit,
@@ -25,18 +28,24 @@ def written(chinese_pages):
     """The Chinese pages are written after the English ones."""
 
 
+@pytest.fixture(scope="module")
+def on_a_phone(site, browser):
+    """Each Chinese page opened once, at 390 px."""
+    yield from opener(site, browser, width=390)
+
+
 def test_every_chinese_page_renders_with_images_links_and_no_script_errors(
-    site, opened
+    site, on_a_phone
 ):
-    """... its math typeset and every control of its figures redrawing."""
+    """... and its math typeset, translated prose included."""
     names = pages(site[1], CHINESE)
-    checked = check_pages(names, site, opened)
+    checked = check_pages(names, site, on_a_phone, controls=False)
     assert checked["pages"] == len(names) >= 13, checked
-    assert checked["formulas"] > 0 and checked["controls"] >= 3, checked
+    assert checked["formulas"] > 0 and checked["images"] > 0, checked
 
 
-def test_no_chinese_page_is_cut_off_at_phone_width(site, opened):
-    check_phone_width(pages(site[1], CHINESE), opened)
+def test_no_chinese_page_is_cut_off_at_phone_width(site, on_a_phone):
+    check_phone_width(pages(site[1], CHINESE), on_a_phone)
 
 
 def test_chinese_search_finds_words(site, browser):

@@ -323,6 +323,21 @@ def _glue_in_translations():
     Parser.parse = parse_with_glue
 
 
+class _Terms(set):
+    """A set that takes a list's ``extend``: Sphinx's Chinese search keeps
+    every Latin word of the book in a list and looks each word it indexes up
+    in it, seconds of the build; a set finds it at once, the same index."""
+
+    def extend(self, terms):
+        self.update(terms)
+
+
+def _quick_latin_terms():
+    from sphinx.search.zh import SearchChinese
+
+    SearchChinese.latin_terms = _Terms()
+
+
 def _own_output_folder(app):
     """myst-nb writes a page's executed notebook and its images beside the
     output folder: for the Chinese build, in _build, not inside the English
@@ -337,6 +352,7 @@ def _own_output_folder(app):
 def _chinese_settings(app, config):
     if is_chinese(config):
         _glue_in_translations()
+        _quick_latin_terms()
         config.html_title = TITLE
         config.project = TITLE
         config.author = AUTHOR
