@@ -29,16 +29,16 @@ def js_distance(p, q):
     """
     for name, rows in (("p", p), ("q", q)):
         check_distributions(name, rows)
-    middle = (p + q) / 2
 
-    def kl(a, b):  # 0 * log(0 / b) counts as 0
-        return torch.where(
-            a > 0,
-            a * (a.clamp_min(1e-30).log2() - b.clamp_min(1e-30).log2()),
-            0.0,
-        ).sum(-1)
+    def entropy(a):  # in bits; 0 * log(0) counts as 0
+        return -torch.where(a > 0, a * a.clamp_min(1e-30).log2(), 0.0).sum(-1)
 
-    return ((kl(p, middle) + kl(q, middle)) / 2).clamp_min(0).sqrt()
+    # JS^2 = H((p + q) / 2) - (H(p) + H(q)) / 2: the two KL terms to the
+    # middle, summed out. p's and q's own entropies take one logarithm per
+    # row, not one per pair of rows where p and q are broadcast
+    # against each other (pairwise_head_distance)
+    spread = entropy((p + q) / 2) - (entropy(p) + entropy(q)) / 2
+    return spread.clamp_min(0).sqrt()
 
 
 def check_distributions(name, rows, tolerance=1e-3):
