@@ -98,6 +98,21 @@ def test_links_between_pages_point_inside_the_one_document(book_pdf):
     assert hrefs == ["#pdf-b-x", "#pdf-b-t", "#pdf-a-here", "https://e.org"]
 
 
+def test_a_link_to_a_file_of_the_build_prints_as_its_text(book_pdf):
+    """Printed, ``../mha-answered.pdf`` would lead to the address the build
+    served the book at while printing."""
+    page = soup(
+        '<article><section id="pdf-a-t"><h1>A</h1><p>the '
+        '<a href="../mha-answered.pdf">PDF</a>, <a href="x.ipynb"><code>'
+        'x</code></a>, <a href="mailto:a@b.org">mail</a></p></section>'
+        "</article>"
+    )
+    book_pdf.relink([("pdf-a-", page, "book/a")])
+    assert [a["href"] for a in page.select("a")] == ["mailto:a@b.org"]
+    assert page.p.get_text() == "the PDF, x, mail"
+    assert page.p.code is not None
+
+
 def test_a_file_loaded_with_and_without_a_digest_is_one_head_entry(
     book_pdf,
 ):

@@ -70,6 +70,7 @@ def test_the_pdf_of_the_book_holds_every_chapter(built_book):
     assert 60 <= len(reader.pages) <= 260, (
         f"the PDF has {len(reader.pages)} pages"
     )
+    assert_no_link_to_the_build(reader)
     # the contents give each chapter's page, and the chapter starts there
     listed = {}
     for page in reader.pages[1:8]:
@@ -119,3 +120,18 @@ def test_the_chinese_pdf_holds_every_chapter_in_chinese(built_book):
         item.title for item in reader.outline if not isinstance(item, list)
     ]
     assert "目录" in outline, outline
+    assert_no_link_to_the_build(reader)
+
+
+def assert_no_link_to_the_build(reader):
+    """No link leads to the address the build served the book at while it
+    printed: on a reader's machine there is nothing there."""
+    local = [
+        (number, action["/URI"])
+        for number, page in enumerate(reader.pages, 1)
+        for note in page.get("/Annots") or []
+        for action in [note.get_object().get("/A")]
+        if action is not None and "/URI" in action.get_object()
+        if re.match(r"https?://(127\.|localhost)", action.get_object()["/URI"])
+    ]
+    assert not local, f"links to the build's own address (page, URI): {local}"

@@ -24,6 +24,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from bs4 import BeautifulSoup
 from sphinx.util import logging
@@ -272,7 +273,10 @@ def one_document(outdir, docnames, title, subtitle, language="en"):
 
 def relink(pages):
     """Links between pages become links inside the one document:
-    ``page.html#id`` to that id, ``page.html`` to the page's title."""
+    ``page.html#id`` to that id, ``page.html`` to the page's title. A link to
+    any other file of the build (the PDF itself, a download) keeps its text
+    and loses its target: printed, it would lead to the address the build
+    printed from (``http://127.0.0.1:...``), on no reader's machine."""
     prefixes, titles = {}, {}
     for prefix, article, docname in pages:
         prefixes[f"{docname}.html"] = prefix
@@ -294,6 +298,8 @@ def relink(pages):
                     prefixes[path] + fragment if fragment else titles[path]
                 )
                 link["href"] = f"#{anchor}"
+            elif not urlsplit(href).scheme:  # a file of the build
+                link.unwrap()
 
 
 def plain_math(tex):
