@@ -71,6 +71,7 @@ def test_the_pdf_of_the_book_holds_every_chapter(built_book):
         f"the PDF has {len(reader.pages)} pages"
     )
     assert_no_link_to_the_build(reader)
+    assert_no_text_about_controls(html_root, squeezed)
     # the contents give each chapter's page, and the chapter starts there
     listed = {}
     for page in reader.pages[1:8]:
@@ -121,6 +122,7 @@ def test_the_chinese_pdf_holds_every_chapter_in_chinese(built_book):
     ]
     assert "目录" in outline, outline
     assert_no_link_to_the_build(reader)
+    assert_no_text_about_controls(html_root / CHINESE, text)
 
 
 def assert_no_link_to_the_build(reader):
@@ -135,3 +137,21 @@ def assert_no_link_to_the_build(reader):
         if re.match(r"https?://(127\.|localhost)", action.get_object()["/URI"])
     ]
     assert not local, f"links to the build's own address (page, URI): {local}"
+
+
+def assert_no_text_about_controls(html_root, text):
+    """What tells how to use a figure's controls (a page's ``on-screen``
+    container) is left out of print: paper has no controls. ``text``: the
+    PDF's text, without white space."""
+    from bs4 import BeautifulSoup
+
+    told = [
+        "".join(unicodedata.normalize("NFKC", div.get_text()).split())[:30]
+        for path in sorted(html_root.glob("notebooks/*.html"))
+        for div in BeautifulSoup(path.read_text(), "html.parser").select(
+            "div.on-screen"
+        )
+    ]
+    assert len(told) >= 4, f"the pages' text about controls: {told}"
+    printed = [words for words in told if words in text]
+    assert not printed, f"printed, about controls paper lacks: {printed}"

@@ -5,14 +5,16 @@ When the HTML build has finished, the article of every page, in the order of
 the table of contents, is put into one document
 (``_build/html/_pdf/book.html``, next to the pages so their relative links to
 ``_static`` and ``_images`` still hold), behind a title page and a table of
-contents, and printed once by headless Chromium through Playwright, after
+contents, and printed by headless Chromium through Playwright, after
 MathJax, the interactive figures, the fonts and the images are ready. The PDF
 has bookmarks for every chapter and section and page numbers. What only works
 on screen is adapted: the folded checks print their list of claims without the
 code, the exercise solutions print in full under their label, controls of
-interactive figures are left out. Nothing is executed again: the PDF shows the
-outputs of this build. Where neither Playwright nor a Chromium is installed the
-PDF is skipped with a message (the browser test is skipped there too).
+interactive figures are left out, and so is the text that tells how to use
+them (a page's ``{container} on-screen``). Nothing is executed again: the
+PDF shows the outputs of this build. Where neither Playwright nor a Chromium
+is installed the PDF is skipped with a message (the browser test is skipped
+there too).
 """
 
 import functools
@@ -55,7 +57,7 @@ body { padding: 0 !important; margin: 0 !important; }
 .pdf-contents .pdf-number {
   float: right; min-width: 2.4em; text-align: right;
 }
-.mha-interactive .vega-bindings, .headerlink, .copybtn {
+.mha-interactive .vega-bindings, .headerlink, .copybtn, .on-screen {
   display: none !important;
 }
 .pdf-solution { font-weight: 600; margin: 0.8em 0 0.2em; }
