@@ -62,7 +62,9 @@ body { padding: 0 !important; margin: 0 !important; }
 }
 .pdf-solution { font-weight: 600; margin: 0.8em 0 0.2em; }
 pre { white-space: pre-wrap !important; word-break: break-word; }
-figure, img, table, div.cell_output { break-inside: avoid; }
+/* a figure stays whole; a long table or printout runs on to the next page
+   (kept whole, it would leave the page before it nearly blank) */
+figure, img, svg, tr, div.cell_output:has(img, svg) { break-inside: avoid; }
 h1, h2, h3 { break-after: avoid; break-inside: avoid; }
 """
 # the words of the title page and the contents, per edition
