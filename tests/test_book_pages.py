@@ -75,6 +75,16 @@ def test_intro_links_every_written_chapter(site, opened):
         )
 
 
+def test_a_request_to_another_host_is_reported_and_fails_here(browser):
+    page, errors = visit(
+        browser,
+        "data:text/html,<img src='http://example.org/figure.png'>",
+    )
+    assert errors == ["request to another host: http://example.org/figure.png"]
+    assert not page.evaluate("document.images[0].naturalWidth")
+    page.close()
+
+
 def test_search_finds_a_term(site, browser):
     base, _ = site
     page, script_errors = visit(
