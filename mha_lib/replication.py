@@ -111,7 +111,7 @@ def replication_table(chapter, checked):
     """The claims of ``chapter`` in the stored replication
     (``mha_lib/results/replication.json``, written by ``scripts/replicate.py
     --store``), as a table: each claim's value on the chapter's seeds and on
-    the new ones.
+    the new ones, folded under one line.
 
     ``checked`` are the claims the chapter checked in this run
     (:attr:`mha_lib.report.Claims.checked`): where the stored claims differ,
@@ -137,9 +137,9 @@ def replication_table(chapter, checked):
             f"on the new seeds these claims of Chapter {chapter} failed: "
             + "; ".join(failed)
         )
-    seeds = stored["seeds"]
-    return report.markdown_table(
-        ["claim", "this chapter's seeds", f"seeds {seeds[0]}-{seeds[-1]}"],
+    seeds = f"seeds {stored['seeds'][0]}-{stored['seeds'][-1]}"
+    table = report.markdown_table(
+        ["claim", "this chapter's seeds", seeds],
         [
             [
                 row["claim"],
@@ -149,3 +149,4 @@ def replication_table(chapter, checked):
             for row in rows
         ],
     )
+    return report.folded(table, f"✓ {len(rows)} claims held again, on {seeds}")

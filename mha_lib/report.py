@@ -110,3 +110,19 @@ def markdown_table(header, rows):
     lines = [line(header), "|" + "---|" * len(header)]
     lines += [line(row) for row in rows]
     return Markdown("\n".join(lines))
+
+
+def folded(table, summary):
+    """A table from :func:`markdown_table` folded under one line,
+    ``summary``, that opens to it: the evidence in full, a click away from
+    the argument. (The book's PDF prints it open.)"""
+    from IPython.display import Markdown
+
+    if not isinstance(summary, str) or not summary.strip():
+        raise ValueError(
+            f"summary must be the fold's line of text, got {summary!r}"
+        )
+    return Markdown(
+        f'<details class="mha-table"><summary>{html.escape(summary)}'
+        f"</summary>\n\n{table.data}\n\n</details>"
+    )

@@ -55,8 +55,9 @@ def test_a_page_is_made_ready_for_paper(book_pdf):
     article = soup(
         '<article><section id="s"><h1>T<a class="headerlink">#</a></h1>'
         '<div class="mha-interactive" id="mha-interactive-1"></div>'
-        '<div class="cell tag_hide-input"><details>code</details>'
-        "<p>claims</p></div>"
+        '<div class="cell tag_hide-input"><details class="above-input">code'
+        '</details><details class="mha-claims"><summary>claims</summary>'
+        "<ul><li>one</li></ul></details></div>"
         '<div class="cell tag_hide-cell"><details><summary>'
         '<p class="collapsed">Solution 1</p></summary>answer</details></div>'
         "</section></article>"
@@ -68,7 +69,8 @@ def test_a_page_is_made_ready_for_paper(book_pdf):
     assert "code" not in paper.get_text() and "claims" in paper.get_text()
     label = paper.select_one("p.pdf-solution")
     assert label.get_text() == "Solution 1" and "answer" in paper.get_text()
-    assert paper.find("details") is None, "the solution prints unfolded"
+    assert paper.select_one("details.mha-claims") is not None, "as seen"
+    assert paper.select("details:not(.mha-claims)") == [], "solution open"
 
 
 def test_contents_list_pages_and_their_sections(book_pdf):

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from mha_lib.report import Claims, glue, markdown_table, spread
+from mha_lib.report import Claims, folded, glue, markdown_table, spread
 
 
 def test_glue_hands_the_value_to_myst_nb_and_returns_nothing(monkeypatch):
@@ -66,3 +66,16 @@ def test_markdown_table_keeps_a_bar_inside_its_cell():
     assert escaped.splitlines()[-1] == "| NOUN\\|PROPN |", (
         "| stays in its cell"
     )
+
+
+def test_a_folded_table_opens_from_one_line_to_the_whole_table():
+    table = markdown_table(["a", "b"], [[1, "x < y"]])
+    shown = folded(table, "The table: 1 row, a & b").data
+    assert shown.startswith(
+        '<details class="mha-table"><summary>The table: 1 row, a &amp; b'
+    )
+    # blank lines around the table: Markdown reads it as a table, not HTML
+    assert f"\n\n{table.data}\n\n</details>" in shown
+    for summary in ("", "  ", None):
+        with pytest.raises(ValueError, match="summary"):
+            folded(table, summary)

@@ -8,8 +8,9 @@ the table of contents, is put into one document
 contents, and printed by headless Chromium through Playwright, after
 MathJax, the interactive figures, the fonts and the images are ready. The PDF
 has bookmarks for every chapter and section and page numbers. What only works
-on screen is adapted: the folded checks print their list of claims without the
-code, the exercise solutions print in full under their label, controls of
+on screen is adapted: folded code is left out, and what it printed shows as on
+screen before a click (a folded list of claims or table as its one line), the
+exercise solutions print in full under their label, controls of
 interactive figures are left out, and so is the text that tells how to use
 them (a page's ``{container} on-screen``). Nothing is executed again: the
 PDF shows the outputs of this build. Where neither Playwright nor a Chromium
@@ -129,8 +130,9 @@ def for_paper(article, prefix):
         if not tag["id"].startswith("mha-interactive-"):
             tag["id"] = f"{prefix}{tag['id']}"
     for cell in article.select("div.cell.tag_hide-input"):
-        # the folded code goes, its output (the list of claims) stays
-        for fold in cell.select("details"):
+        # the folded code goes; its output prints as the screen shows it
+        # before a click: a folded list of claims or table as its one line
+        for fold in cell.select("details.above-input"):
             fold.decompose()
     for cell in article.select(
         "div.cell.tag_hide-cell, div.cell.tag_hide-output"
