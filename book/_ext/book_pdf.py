@@ -67,6 +67,9 @@ pre { white-space: pre-wrap !important; word-break: break-word; }
    (kept whole, it would leave the page before it nearly blank) */
 figure, img, svg, tr, div.cell_output:has(img, svg) { break-inside: avoid; }
 h1, h2, h3 { break-after: avoid; break-inside: avoid; }
+/* a solution's printout stays with the end of its code, not alone on the
+   page before the next chapter */
+div.cell.tag_hide-cell div.cell_output { break-before: avoid; }
 """
 # the words of the title page and the contents, per edition
 WORDS = {
