@@ -1,11 +1,10 @@
 """The Chinese edition opened in headless Chromium, as a reader on a phone
-would: every page renders at 390 px with its images, links and math, and does
-not scroll sideways; the search finds Chinese words (the Chinese PDF is
-checked in ``test_pdfs.py``). What the English pages' checks settle for both
-editions is not checked again: the figures are the same outputs, byte for
-byte (``test_chinese_edition.py``), so their controls are moved on the English
-pages only (``test_browser.py``), and the page layout at 1280 px is the same
-theme's. Skipped, with the reason, when Playwright or Chromium is missing."""
+would: every page renders at 390 px with its images, links and math, every
+control of an interactive figure redraws it, and no page scrolls sideways; the
+search finds Chinese words (the Chinese PDF is checked in ``test_pdfs.py``).
+The page layout at 1280 px is the same theme's as the English pages', checked
+in ``test_browser.py``. Skipped, with the reason, when Playwright or Chromium
+is missing."""
 
 from urllib.parse import quote, urljoin
 
@@ -37,11 +36,13 @@ def on_a_phone(site, browser):
 def test_every_chinese_page_renders_with_images_links_and_no_script_errors(
     site, on_a_phone
 ):
-    """... and its math typeset, translated prose included."""
+    """... and its math typeset, translated prose included, and its figures'
+    controls react."""
     names = pages(site[1], CHINESE)
-    checked = check_pages(names, site, on_a_phone, controls=False)
+    checked = check_pages(names, site, on_a_phone)
     assert checked["pages"] == len(names) >= 13, checked
     assert checked["formulas"] > 0 and checked["images"] > 0, checked
+    assert checked["controls"] > 0, checked
 
 
 def test_no_chinese_page_is_cut_off_at_phone_width(site, on_a_phone):
