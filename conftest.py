@@ -16,6 +16,7 @@ table of chapter times reaches the main process with each chapter's last
 cell.
 """
 
+import functools
 import json
 import os
 import shutil
@@ -44,6 +45,32 @@ def pytest_configure(config):
         # two workers on two cores: one thread each, in the chapters' kernels
         # (which inherit this) as in the tests
         os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import nbval.kernel
+
+    nbval.kernel.start_new_kernel = _tried_again(nbval.kernel.start_new_kernel)
+
+
+KERNEL_TRIES = 3
+
+
+def _tried_again(start_new_kernel):
+    """nbval's kernel start, tried again where the kernel dies before it
+    answers (two workers starting kernels at once can be handed the same free
+    port), so that a chapter fails for its cells, not for its start."""
+    if getattr(start_new_kernel, "tries", None):
+        return start_new_kernel
+
+    @functools.wraps(start_new_kernel)
+    def start(*args, **kwargs):
+        for tried in range(1, KERNEL_TRIES + 1):
+            try:
+                return start_new_kernel(*args, **kwargs)
+            except RuntimeError:
+                if tried == KERNEL_TRIES:
+                    raise
+
+    start.tries = KERNEL_TRIES
+    return start
 
 
 # the chapters that take longest on one core, longest first

@@ -37,3 +37,30 @@ def test_the_book_shows_one_run_of_each_chapter(request, book_build, path):
         )
         errors = [o for o in cell["outputs"] if o["output_type"] == "error"]
         assert not errors, f"{path.name}: code cell {index} raised an error"
+
+
+def test_a_kernel_that_dies_at_its_start_is_started_again():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "root_conftest", ROOT / "conftest.py"
+    )
+    root = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root)
+    calls = []
+
+    def dies_twice(**kwargs):
+        calls.append(kwargs)
+        if len(calls) < 3:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return "manager", "client"
+
+    start = root._tried_again(dies_twice)
+    assert start(kernel_name="python") == ("manager", "client")
+    assert len(calls) == 3 and root._tried_again(start) is start
+
+    def always_dies(**kwargs):
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    with pytest.raises(RuntimeError, match="Kernel died"):
+        root._tried_again(always_dies)()
