@@ -19,6 +19,31 @@ def relative_difference(output, reference):
     return ((output - reference).norm() / reference.norm()).item()
 
 
+def moved_lengths(attention, hidden):
+    """How much each head can move from each token: ``(batch, heads, n)``,
+    the length of the vector head ``h`` of ``attention`` (a
+    :class:`mha_lib.MultiHeadAttention`) adds to the layer's output per unit
+    of attention on token ``j`` of ``hidden`` ``(batch, n, d_model)``,
+    ``|(x_j W_V^h + b_V^h) W_O^h|`` (Kobayashi et al. 2020). A large weight
+    on a token whose vector is short moves little."""
+    if not isinstance(hidden, torch.Tensor) or hidden.dim() != 3:
+        raise ValueError(
+            "hidden must be a tensor (batch, n, d_model), got "
+            f"{getattr(hidden, 'shape', type(hidden).__name__)}"
+        )
+    heads = attention.num_heads
+    if attention.num_kv_heads != heads:
+        raise ValueError(
+            "moved_lengths needs one value head per head, got "
+            f"{attention.num_kv_heads} for {heads}"
+        )
+    # (batch, n, heads * value_dim) -> (batch, n, heads, value_dim)
+    values = attention.v_proj(hidden).unflatten(-1, (heads, -1))
+    w_o = attention.head_weights().W_O  # (heads, value_dim, d_model)
+    moved = torch.einsum("bnhv,hvd->bhnd", values, w_o)
+    return moved.norm(dim=-1)
+
+
 def js_distance(p, q):
     """Jensen-Shannon distance (base 2, in [0, 1]) between distributions along
     the last axis.

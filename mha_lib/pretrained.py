@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .analysis import moved_lengths
 from .checks import check_positive_int
 from .layers import MultiHeadAttention
 from .runtime import pick_device
@@ -244,7 +245,7 @@ class MiniLM(nn.Module):
         return tokens, weights
 
     @torch.no_grad()
-    def batch_attention_maps(self, sentences, *, batch_size=32):
+    def batch_attention_maps(self, sentences, *, batch_size=32, moved=False):
         """Attention of many sentences, run in padded batches: a list of
         ``(tokens, word_ids, weights)``, one per sentence, in their order.
 
@@ -254,7 +255,14 @@ class MiniLM(nn.Module):
         together, ``batch_size`` at a time, so little time goes into padding.
         ``word_ids`` gives each token's word (``None`` for [CLS] and [SEP]);
         for sentences given as lists of words it indexes those lists.
+
+        With ``moved=True`` each item has a fourth element, ``(layers, heads,
+        n)``: the length of the vector each head moves from each token into
+        the layer's output, ``|(x_j W_V^h + b_V^h) W_O^h|`` (Kobayashi et al.
+        2020), which the attention weight ``a_ij`` multiplies.
         """
+        if not isinstance(moved, bool):
+            raise TypeError(f"moved must be True or False, got {moved!r}")
         encodings = self._encodings(sentences)
         lengths = torch.tensor([sum(e.attention_mask) for e in encodings])
         maps = [None] * len(encodings)
@@ -267,9 +275,32 @@ class MiniLM(nn.Module):
             mask = torch.tensor(
                 [e.attention_mask[:n] for e in chosen], device=self.device
             )
-            _, weights = self(ids, mask, need_weights=True)
+            inputs = []  # each attention layer's input, (batch, n, d)
+            hooks = [
+                layer.attention.register_forward_pre_hook(
+                    lambda _, args, inputs=inputs: inputs.append(args[0])
+                )
+                for layer in self.layers
+                if moved
+            ]
+            try:
+                _, weights = self(ids, mask, need_weights=True)
+            finally:
+                for hook in hooks:
+                    hook.remove()
             # (batch, layers, heads, n, n)
             weights = torch.stack(weights, dim=1).cpu()
+            lengths_moved = (
+                torch.stack(
+                    [
+                        moved_lengths(layer.attention, hidden)
+                        for layer, hidden in zip(self.layers, inputs)
+                    ],
+                    dim=1,
+                ).cpu()  # (batch, layers, heads, n)
+                if moved
+                else None
+            )
             for row, (index, encoding) in enumerate(
                 zip(batch.tolist(), chosen)
             ):
@@ -278,7 +309,7 @@ class MiniLM(nn.Module):
                     encoding.tokens[:k],
                     encoding.word_ids[:k],
                     weights[row, :, :, :k, :k],
-                )
+                ) + ((lengths_moved[row, :, :, :k],) if moved else ())
         return maps
 
 

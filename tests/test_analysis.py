@@ -5,8 +5,10 @@ import math
 import pytest
 import torch
 
+from mha_lib import MultiHeadAttention
 from mha_lib.analysis import (
     js_distance,
+    moved_lengths,
     offset_profile,
     pairwise_head_distance,
 )
@@ -69,3 +71,30 @@ def test_pairwise_head_distance_refuses_unnormalised_weights():
     weights = torch.rand(2, 3, 4, 5)  # scores, not yet softmaxed
     with pytest.raises(ValueError, match="sum to 1"):
         pairwise_head_distance(weights)
+
+
+def test_moved_lengths_are_the_lengths_of_what_the_weights_multiply():
+    """The layer's output is the sum, over heads and tokens, of each weight
+    times the vector that head moves from that token (plus W_O's bias);
+    moved_lengths are those vectors' lengths."""
+    torch.manual_seed(0)
+    layer = MultiHeadAttention(16, 4)
+    x = torch.randn(2, 5, 16)
+    output, weights = layer(x, need_weights=True)  # weights (2, 4, 5, 5)
+    w = layer.head_weights()
+    # (batch, heads, n, d): what head h moves from token j
+    moved = (
+        torch.einsum("bnd,hdv,hve->bhne", x, w.W_V, w.W_O)
+        + torch.einsum("hv,hve->he", w.b_V, w.W_O)[None, :, None]
+    )
+    rebuilt = torch.einsum("bhij,bhjd->bid", weights, moved)
+    torch.testing.assert_close(
+        rebuilt + layer.out_proj.bias, output, atol=1e-5, rtol=0
+    )
+    torch.testing.assert_close(
+        moved_lengths(layer, x), moved.norm(dim=-1), atol=1e-5, rtol=0
+    )
+    with pytest.raises(ValueError, match="batch, n, d_model"):
+        moved_lengths(layer, x[0])
+    with pytest.raises(ValueError, match="one value head per head"):
+        moved_lengths(MultiHeadAttention(16, 4, num_kv_heads=2), x)

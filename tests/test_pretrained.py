@@ -198,6 +198,34 @@ def test_batch_attention_maps_equal_one_sentence_at_a_time(model):
         model.batch_attention_maps([["a", 1]])
 
 
+def test_batch_attention_maps_give_what_each_head_moves(model):
+    plain = model.batch_attention_maps(SENTENCES, batch_size=2)
+    with_moved = model.batch_attention_maps(
+        SENTENCES, batch_size=2, moved=True
+    )
+    for (tokens, _, maps), (_, _, same_maps, lengths) in zip(
+        plain, with_moved
+    ):
+        assert torch.equal(maps, same_maps)
+        assert lengths.shape == (*model.head_shape, len(tokens))
+        assert torch.all(lengths > 0)
+    # the first layer's input is the embedding, so its lengths are direct
+    ids, mask = model.tokenize(SENTENCES[:1])
+    positions = torch.arange(ids.shape[1])
+    embedded = model.embedding_norm(
+        model.word_embeddings(ids)
+        + model.position_embeddings(positions)
+        + model.token_type_embeddings(torch.zeros_like(ids))
+    )
+    with torch.no_grad():
+        first = pretrained.moved_lengths(model.layers[0].attention, embedded)
+    torch.testing.assert_close(
+        with_moved[0][3][0], first[0], atol=1e-4, rtol=1e-4
+    )
+    with pytest.raises(TypeError, match="moved"):
+        model.batch_attention_maps(SENTENCES, moved="yes")
+
+
 def test_encode_in_length_sorted_batches_changes_nothing(model):
     together = model.encode(SENTENCES, batch_size=len(SENTENCES))
     for batch_size in (1, 3):
