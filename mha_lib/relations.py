@@ -280,6 +280,70 @@ def held_out(hits, first, second):
     return scored, chosen
 
 
+def probe_features(word_maps, items):
+    """Clark et al.'s attention-only probe reads, for a query word and every
+    candidate word of its sentence, the attention between the two in every
+    head, both ways.
+
+    ``word_maps``: per sentence, ``(layers, heads, words, words)``;
+    ``items``: from :func:`relation_items`. Returns ``(features, candidates,
+    targets)``: ``(items, n, 2 * layers * heads)`` (zero past a sentence's
+    end), and two ``(items, n)`` masks: every other word of the sentence, and
+    the words that are right.
+    """
+    n = max(word_maps[s].shape[-1] for s, _, _ in items)
+    layers, heads = word_maps[0].shape[:2]
+    features = torch.zeros(len(items), n, 2 * layers * heads)
+    candidates = torch.zeros(len(items), n, dtype=torch.bool)
+    targets = torch.zeros_like(candidates)
+    for row, (s, query, right) in enumerate(items):
+        maps = word_maps[s]
+        words = maps.shape[-1]
+        # (layers, heads, words) twice -> (words, 2 * layers * heads)
+        both = torch.cat([maps[..., query, :], maps[..., :, query]], dim=1)
+        features[row, :words] = both.flatten(0, 1).T
+        candidates[row, :words] = True
+        candidates[row, query] = False
+        targets[row, sorted(right)] = True
+    return features, candidates, targets
+
+
+def fit_probe(features, candidates, targets, *, decay=1e-3, steps=100):
+    """One weight per feature (per head and direction), fitted by L-BFGS so
+    that a softmax over each item's candidates puts its mass on the right
+    words, with an L2 penalty ``decay``; deterministic."""
+    weights = torch.zeros(features.shape[-1], requires_grad=True)
+    optimizer = torch.optim.LBFGS(
+        [weights], max_iter=steps, line_search_fn="strong_wolfe"
+    )
+
+    def loss():
+        optimizer.zero_grad()
+        logits = (features @ weights).masked_fill(~candidates, -torch.inf)
+        right = logits.masked_fill(~targets, -torch.inf)
+        value = (logits.logsumexp(-1) - right.logsumexp(-1)).mean()
+        value = value + decay * weights.pow(2).sum()
+        value.backward()
+        return value
+
+    optimizer.step(loss)
+    return weights.detach()
+
+
+def probe_hits(features, candidates, targets, first, second):
+    """The probe fitted on one half of the items (``first`` or ``second``,
+    item indices) and scored on the other, both ways, as :func:`held_out`
+    scores one head: ``(items,)`` bools, whether its top candidate is
+    right."""
+    scored = torch.zeros(len(features), dtype=torch.bool)
+    for fit, test in ((first, second), (second, first)):
+        weights = fit_probe(features[fit], candidates[fit], targets[fit])
+        logits = features[test] @ weights
+        best = logits.masked_fill(~candidates[test], -torch.inf).argmax(-1)
+        scored[test] = targets[test].gather(-1, best[:, None])[:, 0]
+    return scored
+
+
 def attention_statistics(weights):
     """Where each head's attention goes in one sequence (after Clark et al.
     2019).

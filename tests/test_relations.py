@@ -20,6 +20,8 @@ from mha_lib.relations import (
     most_attended,
     nearest_of_class,
     offset_hits,
+    probe_features,
+    probe_hits,
     read_conllu,
     relation_items,
     word_attention,
@@ -161,3 +163,36 @@ def test_attention_statistics_and_classification():
     assert set(HEAD_CLASSES) >= {label for row in labels for label in row}
     with pytest.raises(ValueError):
         attention_statistics(torch.rand(2, 3))
+
+
+def test_the_probe_reads_every_head_both_ways_and_learns_the_one_that_points():
+    """Two heads over random sentences: head 1 points each query at its
+    target (query + 2), head 0 is noise. Fitted on half, the probe finds
+    every target of the other half; its features are the attention between
+    query and candidate in each head, both ways."""
+    generator = torch.Generator().manual_seed(0)
+    word_maps, items = [], []
+    for s in range(40):
+        n = 6 + s % 5
+        maps = torch.rand(1, 2, n, n, generator=generator).softmax(-1)
+        pointer = torch.zeros(n, n)
+        pointer[torch.arange(n - 2), torch.arange(2, n)] = 1.0
+        maps[0, 1] = 0.2 * maps[0, 1] + 0.8 * pointer
+        word_maps.append(maps)
+        items.append((s, s % (n - 2), frozenset([s % (n - 2) + 2])))
+    features, candidates, targets = probe_features(word_maps, items)
+    assert features.shape == (40, 10, 4)
+    s, query, _ = items[7]
+    n = word_maps[s].shape[-1]
+    torch.testing.assert_close(features[7, :n, 1], word_maps[s][0, 1, query])
+    torch.testing.assert_close(
+        features[7, :n, 3], word_maps[s][0, 1, :, query]
+    )
+    assert not candidates[7, query] and candidates[7, :n].sum() == n - 1
+    assert not candidates[7, n:].any() and targets[7].sum() == 1
+    first, second = list(range(0, 40, 2)), list(range(1, 40, 2))
+    assert probe_hits(features, candidates, targets, first, second).all()
+    noise = features.clone()
+    noise[..., [1, 3]] = 0  # head 1 gone, both ways: only noise is left
+    chance = probe_hits(noise, candidates, targets, first, second)
+    assert chance.float().mean() < 0.5, "nothing to learn, little found"
