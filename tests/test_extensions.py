@@ -57,7 +57,8 @@ def test_a_page_is_made_ready_for_paper(book_pdf):
         '<div class="mha-interactive" id="mha-interactive-1"></div>'
         '<div class="cell tag_hide-input"><details class="above-input">code'
         '</details><details class="mha-claims"><summary>claims</summary>'
-        "<ul><li>one</li></ul></details></div>"
+        "<ul><li>one</li></ul></details>"
+        '<details class="mha-table"><summary>t</summary>rows</details></div>'
         '<div class="cell tag_hide-cell"><details><summary>'
         '<p class="collapsed">Solution 1</p></summary>answer</details></div>'
         "</section></article>"
@@ -69,8 +70,11 @@ def test_a_page_is_made_ready_for_paper(book_pdf):
     assert "code" not in paper.get_text() and "claims" in paper.get_text()
     label = paper.select_one("p.pdf-solution")
     assert label.get_text() == "Solution 1" and "answer" in paper.get_text()
-    assert paper.select_one("details.mha-claims") is not None, "as seen"
-    assert paper.select("details:not(.mha-claims)") == [], "solution open"
+    assert paper.select_one("details.mha-claims:not([open])"), "as seen"
+    assert paper.select_one("details.mha-table[open]"), "a table prints open"
+    assert not paper.select("details:not(.mha-claims, .mha-table)"), (
+        "the solution prints unfolded"
+    )
 
 
 def test_contents_list_pages_and_their_sections(book_pdf):

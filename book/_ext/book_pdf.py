@@ -9,8 +9,9 @@ contents, and printed by headless Chromium through Playwright, after
 MathJax, the interactive figures, the fonts and the images are ready. The PDF
 has bookmarks for every chapter and section and page numbers. What only works
 on screen is adapted: folded code is left out, and what it printed shows as on
-screen before a click (a folded list of claims or table as its one line), the
-exercise solutions print in full under their label, controls of
+screen before a click (a folded list of claims as its one line), except a
+folded table, which prints open; the exercise solutions print in full under
+their label, controls of
 interactive figures are left out, and so is the text that tells how to use
 them (a page's ``{container} on-screen``). Nothing is executed again: the
 PDF shows the outputs of this build. Where neither Playwright nor a Chromium
@@ -134,9 +135,12 @@ def for_paper(article, prefix):
             tag["id"] = f"{prefix}{tag['id']}"
     for cell in article.select("div.cell.tag_hide-input"):
         # the folded code goes; its output prints as the screen shows it
-        # before a click: a folded list of claims or table as its one line
+        # before a click (a folded list of claims as its one line), but a
+        # folded table prints open: the prose around it reads from it
         for fold in cell.select("details.above-input"):
             fold.decompose()
+    for table in article.select("details.mha-table"):
+        table["open"] = ""
     for cell in article.select(
         "div.cell.tag_hide-cell, div.cell.tag_hide-output"
     ):
