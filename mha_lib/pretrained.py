@@ -177,6 +177,17 @@ class MiniLM(nn.Module):
         )
         return ids, mask
 
+    def embed(self, input_ids):
+        """The first layer's input ``(batch, n, 384)``: token, position and
+        segment embeddings, normalised."""
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+        hidden = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(positions)
+            + self.token_type_embeddings(torch.zeros_like(input_ids))
+        )
+        return self.embedding_norm(hidden)
+
     def forward(
         self, input_ids, attention_mask, *, head_mask=None, need_weights=False
     ):
@@ -191,13 +202,7 @@ class MiniLM(nn.Module):
                 "head_mask must have shape (num_layers, num_heads) = "
                 f"{self.head_shape}, got {tuple(head_mask.shape)}"
             )
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
-        hidden = (
-            self.word_embeddings(input_ids)
-            + self.position_embeddings(positions)
-            + self.token_type_embeddings(torch.zeros_like(input_ids))
-        )
-        hidden = self.embedding_norm(hidden)
+        hidden = self.embed(input_ids)
         # (batch, n), True = padding, may not be attended to
         padding = attention_mask == 0
         all_weights = []

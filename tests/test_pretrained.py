@@ -210,14 +210,9 @@ def test_batch_attention_maps_give_what_each_head_moves(model):
         assert lengths.shape == (*model.head_shape, len(tokens))
         assert torch.all(lengths > 0)
     # the first layer's input is the embedding, so its lengths are direct
-    ids, mask = model.tokenize(SENTENCES[:1])
-    positions = torch.arange(ids.shape[1])
-    embedded = model.embedding_norm(
-        model.word_embeddings(ids)
-        + model.position_embeddings(positions)
-        + model.token_type_embeddings(torch.zeros_like(ids))
-    )
+    ids, _ = model.tokenize(SENTENCES[:1])
     with torch.no_grad():
+        embedded = model.embed(ids)
         first = pretrained.moved_lengths(model.layers[0].attention, embedded)
     torch.testing.assert_close(
         with_moved[0][3][0], first[0], atol=1e-4, rtol=1e-4
