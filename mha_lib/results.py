@@ -13,6 +13,7 @@ Each file also carries the SHA-256 of its content (``sha256``), which
 command that writes it again instead of being drawn as if it were measured.
 """
 
+import fcntl
 import hashlib
 import json
 import os
@@ -64,19 +65,23 @@ def _write(path, record):
     path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
 
 
-def save(name, data, *, device, seconds, folder=None, command=None):
+def save(
+    name, data, *, device, seconds, folder=None, command=None, ran_in=None
+):
     """Write ``data``, its provenance and their SHA-256 to
     ``<folder>/<name>.json``; returns the path.
 
     ``seconds`` is the run's wall time (summed over its parts, where it was
     resumed); ``command``, the command that writes the file again, is by
-    default this process's command line.
+    default this process's command line. ``ran_in`` is the
+    :func:`environment` the data was computed in, where it was not this
+    process (workers elsewhere computed the parts that this one gathers).
     """
     folder = FOLDER if folder is None else Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     record = {
         "command": command or "python3 " + " ".join(sys.argv),
-        "environment": environment(device),
+        "environment": ran_in or environment(device),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
         "wall_seconds": round(seconds, 1),
         "data": data,
@@ -182,11 +187,14 @@ class Parts:
             begun = time.time()
             result = run()
             seconds = round(time.time() - begun, 1)
-            self._refresh()
-            self.done[key] = {"result": result, "seconds": seconds}
-            written = self.path.with_suffix(".tmp")  # then renamed: atomic
-            written.write_text(json.dumps(self.done))
-            written.replace(self.path)
+            lock = self.path.with_suffix(".lock")
+            with lock.open("w") as held:  # one writer at a time
+                fcntl.flock(held, fcntl.LOCK_EX)
+                self._refresh()
+                self.done[key] = {"result": result, "seconds": seconds}
+                written = self.path.with_suffix(".tmp")  # renamed: atomic
+                written.write_text(json.dumps(self.done))
+                written.replace(self.path)
             print(f"{key}: {seconds:.0f} s", flush=True)
         return self.done[key]["result"]
 
@@ -197,7 +205,7 @@ class Parts:
     def seconds(self):
         return sum(part["seconds"] for part in self.done.values())
 
-    def save(self, data, *, device):
+    def save(self, data, *, device, ran_in=None):
         """:func:`save` ``data`` as ``<name>.json`` with the parts' wall time,
         then remove the partial file; returns the path."""
         path = save(
@@ -206,7 +214,9 @@ class Parts:
             device=device,
             seconds=self.seconds,
             folder=self.folder,
+            ran_in=ran_in,
         )
         self.path.unlink(missing_ok=True)
+        self.path.with_suffix(".lock").unlink(missing_ok=True)
         print(f"wrote {path}: {self.seconds:.0f} s of training")
         return path

@@ -1,22 +1,33 @@
 """Chapter 7's full experiment: attention layers in a character model of real
 text.
 
-    python3 scripts/ch7_experiment.py   # about two hours on a 2-core CPU
+    python3 scripts/ch7_experiment.py   # 2 GPU-hours; days on 2 CPU cores
 
 writes ``mha_lib/results/ch7_experiment.json`` (with the command, device,
 versions and wall time), which Chapter 7 reads. Every model is a
 ``CharTransformer`` on the King James Bible (the last six books held out),
 context 64, batch 32, Adam with warm-up and cosine decay over 1,500 steps;
-held-out bits per character on every validation window every 150 steps. Each
-variant's peak learning rate is chosen from 1e-3, 3e-3 and 1e-2 on seed 0, then
-seeds 1 and 2 train at it. Then, for the standard layer with 8 heads, the heads
-of the three trained models are measured (offset profiles, copying on repeated
-text, distances between heads, the cost of removing each), and every variant's
-training step is timed.
+held-out bits per character on every validation window every 150 steps.
 
-A run that stops can be started again: finished variants are kept in a partial
-file beside the result and skipped.
+Each variant trains six seeds at each of six peak learning rates, all together
+(seeds share their stream of training windows across rates and variants, so
+comparisons are paired). The variant's rate is the one at which seed 0 scores
+best; seed 0 is used for nothing else, and seeds 1 to 5 at that rate are the
+variant's results. Then every variant's five models are tested for copying on
+repeated English (an induction test), and for the standard layer with 8 heads
+the heads are measured (offset profiles, distances between heads, the cost of
+removing each).
+
+Workers can share the run: ``--worker I --workers N`` trains every N-th
+variant, starting at the I-th, and a plain run afterwards gathers the parts
+(a run that stops resumes: finished variants are kept in a partial file beside
+the result and skipped). Step times are measured apart, on the CPU the course
+targets, by ``scripts/ch7_step_times.py``.
 """
+
+import argparse
+import json
+import math
 
 import torch
 import torch.nn.functional as F
@@ -29,10 +40,10 @@ from mha_lib.corpus import load_bible, windows
 from mha_lib.language_model import CharTransformer
 from mha_lib.language_training import held_out_bits, train_language_models
 from mha_lib.spec import AttentionSpec
-from mha_lib.timing import summarize, time_round_robin
 
 CONTEXT, BATCH, STEPS, EVERY = 64, 32, 1500, 150
-RATES, TUNING_SEED, MORE_SEEDS = [1e-3, 3e-3, 1e-2], 0, [1, 2]
+RATES = [1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2]  # a factor 2 apart
+TUNING_SEED, SEEDS = 0, [1, 2, 3, 4, 5]
 HEADS_OF = "standard 8 x 8"  # the variant whose heads are measured
 D = 64
 
@@ -41,38 +52,43 @@ def variants():
     """``{name: (AttentionSpec, num_layers, group)}``: every model of the
     chapter."""
     table = {}
+
+    def add(name, spec, group, layers=2):
+        table[name] = (spec, layers, group)
+
     for h in (1, 2, 4, 8, 16, 32):  # Table 3 (A): heads at a fixed d_model
-        table[f"standard {h} x {D // h}"] = (AttentionSpec(D, h), 2, "A")
+        add(f"standard {h} x {D // h}", AttentionSpec(D, h), "A")
     for size in (4, 2):  # Table 3 (B): one path shrunk, at 8 heads
-        qk = AttentionSpec(D, 8, head_dim=size, value_dim=8)
-        table[f"queries/keys {size}, values 8"] = (qk, 2, "B")
-        values = AttentionSpec(D, 8, head_dim=8, value_dim=size)
-        table[f"queries/keys 8, values {size}"] = (values, 2, "B")
+        add(
+            f"queries/keys {size}, values 8",
+            AttentionSpec(D, 8, head_dim=size, value_dim=8),
+            "B",
+        )
+        add(
+            f"queries/keys 8, values {size}",
+            AttentionSpec(D, 8, head_dim=8, value_dim=size),
+            "B",
+        )
+    # per-head size against the layer's total width: the same head sizes at
+    # 32 heads (totals 4 times larger) and at 2 heads (totals 4 times smaller)
+    for h, qk, v in ((32, 8, 2), (32, 2, 8), (2, 32, 8), (2, 8, 32)):
+        add(
+            f"{h} heads, queries/keys {qk}, values {v}",
+            AttentionSpec(D, h, head_dim=qk, value_dim=v),
+            "totals",
+        )
     for h in (8, 16):  # Bhojanapalli et al.: head size set apart from h
-        table[f"sized {h} x 16"] = (
-            AttentionSpec(D, h, head_dim=16),
-            2,
-            "sized",
-        )
-    for h in (2, 8):
-        table[f"chunked {h} x {D // h}"] = (
-            AttentionSpec(D, h, chunked=True),
-            2,
-            "chunked",
-        )
+        add(f"sized {h} x 16", AttentionSpec(D, h, head_dim=16), "sized")
     for h in (2, 4, 8):
-        table[f"wide {h} x {D}"] = (AttentionSpec(D, h, head_dim=D), 2, "wide")
-    for d_model in (96, 128):  # the wide layer's extra compute, spent on width
-        table[f"d_model {d_model}, 8 heads"] = (
-            AttentionSpec(d_model, 8),
-            2,
-            "wider",
-        )
-    for layers in (4,):  # ... or on depth
-        table[f"{layers} layers, 8 heads"] = (
-            AttentionSpec(D, 8),
+        add(f"wide {h} x {D}", AttentionSpec(D, h, head_dim=D), "wide")
+    for d_model in (96, 128):  # the wide layer's extra compute, on width
+        add(f"d_model {d_model}", AttentionSpec(d_model, 8), "wider")
+    for layers, h in ((4, 8), (4, 1)):  # ... or on depth
+        add(
+            f"{layers} layer{'s' * (layers > 1)}, {h} head{'s' * (h > 1)}",
+            AttentionSpec(D, h),
+            "depth",
             layers,
-            "deeper",
         )
     return table
 
@@ -102,49 +118,90 @@ def describe(name, spec, num_layers, group, vocab):
 
 
 def run_variant(corpus, validation, spec, num_layers, device):
-    """Seed 0 at every rate, then seeds 1 and 2 at the best: one record per
-    run, and the three models trained at the best rate."""
-
-    def train(seeds, rates):
-        runs = train_language_models(
-            corpus,
-            attention=spec,
-            seeds=seeds,
-            steps=STEPS,
-            lr=rates,
-            context=CONTEXT,
-            num_layers=num_layers,
-            batch_size=BATCH,
-            evaluate_every=EVERY,
-            validation=validation,
-            device=device,
-        )
-        records = [
-            {
-                "seed": seed,
-                "lr": lr,
-                "steps": history["step"],
-                "held_out": [round(b, 5) for b in history["eval"]],
-                "train": [round(b, 5) for b in history["loss"]],
-            }
-            for (_, history), seed, lr in zip(runs, seeds, rates)
-        ]
-        return records, [model for model, _ in runs]
-
-    tuning, tuned = train([TUNING_SEED] * len(RATES), RATES)
-    best = min(range(len(RATES)), key=lambda i: tuning[i]["held_out"][-1])
-    more, models = train(MORE_SEEDS, [RATES[best]] * len(MORE_SEEDS))
-    return tuning + more, [tuned[best], *models]
-
-
-def repeated_text(corpus, count, half, seed=0):
-    """Random characters, each sequence a random half repeated: ``(count, 2 *
-    half)``."""
-    generator = torch.Generator().manual_seed(seed)
-    first = torch.randint(
-        len(corpus.alphabet), (count, half), generator=generator
+    """Every seed at every rate, together: one record per run, the chosen rate
+    (seed 0's best) and the models of seeds 1 to 5 at it."""
+    seeds = [TUNING_SEED, *SEEDS]
+    pairs = [(seed, lr) for lr in RATES for seed in seeds]
+    runs = train_language_models(
+        corpus,
+        attention=spec,
+        seeds=[seed for seed, _ in pairs],
+        steps=STEPS,
+        lr=[lr for _, lr in pairs],
+        context=CONTEXT,
+        num_layers=num_layers,
+        batch_size=BATCH,
+        evaluate_every=EVERY,
+        validation=validation,
+        device=device,
     )
-    return torch.cat([first, first], dim=1)
+    records = [
+        {
+            "seed": seed,
+            "lr": lr,
+            "steps": history["step"],
+            "held_out": [round(b, 5) for b in history["eval"]],
+            "train": [round(b, 5) for b in history["loss"]],
+        }
+        for (_, history), (seed, lr) in zip(runs, pairs)
+    ]
+    tuning = [r for r in records if r["seed"] == TUNING_SEED]
+    chosen = min(tuning, key=lambda r: r["held_out"][-1])["lr"]
+    models = [
+        model
+        for (model, _), (seed, lr) in zip(runs, pairs)
+        if lr == chosen and seed != TUNING_SEED
+    ]
+    return records, chosen, models
+
+
+def repeated_english(corpus, count, half, seed=0):
+    """Held-out English fragments of ``half`` characters, each followed by
+    itself (``repeated``) or by another fragment's first half then itself
+    (``control``): two ``(count, 2 * half)`` id tensors whose second halves
+    are the same characters, with an earlier copy only in ``repeated``."""
+    ids = corpus.encode(corpus.validation)
+    generator = torch.Generator().manual_seed(seed)
+    starts = torch.randint(len(ids) - half, (2, count), generator=generator)
+    offsets = torch.arange(half)
+    fragment = ids[starts[0][:, None] + offsets]  # (count, half)
+    other = ids[starts[1][:, None] + offsets]
+    repeated = torch.cat([fragment, fragment], dim=1)
+    control = torch.cat([other, fragment], dim=1)
+    return repeated, control
+
+
+@torch.no_grad()
+def induction(model, corpus, half=CONTEXT // 2, count=256):
+    """Olsson et al.'s copying test on repeated English: bits per character on
+    the second copy with and without the first before it, and each head's
+    attention, from the second copy, to the character after the earlier
+    occurrence of the current one (``(layers, heads)``), beside the share
+    that even attention to every earlier character would give there."""
+    device = next(model.parameters()).device
+    repeated, control = (
+        t.to(device) for t in repeated_english(corpus, count, half)
+    )
+
+    def second_half_bits(ids):
+        logits, weights = model(ids[:, :-1], need_weights=True)
+        loss = F.cross_entropy(
+            logits.transpose(1, 2), ids[:, 1:], reduction="none"
+        )  # (count, positions); position t predicts character t + 1
+        return loss[:, half:].mean().item() / math.log(2), weights
+
+    bits_repeated, weights = second_half_bits(repeated)
+    bits_control, _ = second_half_bits(control)
+    queries = torch.arange(half, 2 * half - 1, device=device)
+    targets = queries - half + 1  # the character after the earlier copy
+    share = [w[:, :, queries, targets].mean((0, 2)).tolist() for w in weights]
+    even = (1 / (queries.float() + 1)).mean().item()
+    return {
+        "bits_second_copy": bits_repeated,
+        "bits_without_first_copy": bits_control,
+        "induction_share": share,
+        "even_share": even,
+    }
 
 
 def mean_distance(weights, chunk=8):
@@ -156,29 +213,13 @@ def mean_distance(weights, chunk=8):
 
 
 @torch.no_grad()
-def heads_of(model, corpus, validation):
+def heads_of(model, validation):
     """What each head of a trained model does, measured (Chapter 4's tools)."""
     inputs, targets = validation
-    probe = inputs[:64]
-    _, weights = model(
-        probe, need_weights=True
-    )  # one (batch, heads, n, n) per layer
+    device = next(model.parameters()).device
+    # one (64, heads, n, n) per layer
+    _, weights = model(inputs[:64].to(device), need_weights=True)
     profiles = [offset_profile(w, first=0)[:, :16] for w in weights]
-    attention = torch.cat(weights, dim=1)  # (batch, layers * heads, n, n)
-    distance = mean_distance(attention)
-    # induction: on random characters repeated once, a query in the second copy
-    # can look at the character after its previous occurrence, offset half - 1
-    half = CONTEXT // 2
-    repeated = repeated_text(corpus, 128, half)
-    logits, rep_weights = model(repeated[:, :-1], need_weights=True)
-    loss = F.cross_entropy(
-        logits.transpose(1, 2), repeated[:, 1:], reduction="none"
-    )  # (batch, positions)
-    bits = loss.mean(0) / torch.log(torch.tensor(2.0))
-    queries = torch.arange(half, 2 * half - 1)
-    induction = [
-        w[:, :, queries, queries - half + 1].mean((0, 2)) for w in rep_weights
-    ]
     base = held_out_bits(model, inputs, targets).item()
 
     def bits_without(head_mask):
@@ -188,10 +229,6 @@ def heads_of(model, corpus, validation):
     return {
         "held_out": base,
         "offset_profiles": [p.tolist() for p in profiles],
-        "distance": distance.tolist(),
-        "repeated_bits_first_copy": bits[: half - 1].mean().item(),
-        "repeated_bits_second_copy": bits[half:].mean().item(),
-        "induction": [i.tolist() for i in induction],
         "removal_cost": removal.tolist(),
     }
 
@@ -207,77 +244,62 @@ class _Masked(torch.nn.Module):
         return self.model(ids, head_mask=self.head_mask)
 
 
-def measure_heads(models, lr, corpus, validation):
-    """The heads of the three models trained at the best rate, measured."""
-    models = [model.cpu().eval() for model in models]
-    probe = validation[0][:64]
+def measure_heads(models, validation):
+    """The heads of the five models at the chosen rate, measured."""
+    models = [model.eval() for model in models]
+    probe = validation[0][:64].to(next(models[0].parameters()).device)
     with torch.no_grad():
         maps = [torch.cat(m(probe, need_weights=True)[1], 1) for m in models]
     return {
-        "variant": HEADS_OF,
-        "lr": lr,
-        "seeds": [TUNING_SEED, *MORE_SEEDS],
-        "models": [heads_of(m, corpus, validation) for m in models],
+        "models": [heads_of(m, validation) for m in models],
         # (batch, seeds * layers * heads, n, n): every pair of heads
         "distance_across_seeds": mean_distance(torch.cat(maps, 1)).tolist(),
     }
 
 
-def step_seconds(corpus, table, device, repeats=7):
-    """Median seconds of one training step of one model, for every variant,
-    timed round-robin so that changes in machine load hit every variant alike.
-    """
-    steps = {}
-    for name, (spec, num_layers, _) in table.items():
-        model = CharTransformer(
-            len(corpus.alphabet),
-            attention=spec,
-            context=CONTEXT,
-            num_layers=num_layers,
-        ).to(device)
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-        ids = torch.randint(len(corpus.alphabet), (BATCH, CONTEXT + 1)).to(
-            device
-        )
-
-        def step(model=model, optimizer=optimizer, ids=ids):
-            logits, _ = model(ids[:, :-1])
-            targets = ids[:, 1:]
-            loss = F.cross_entropy(logits.transpose(1, 2), targets)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-
-        steps[name] = step
-    times = time_round_robin(steps, device, repeats=repeats, warmup=2)
-    return {name: summarize(values)[0] for name, values in times.items()}
-
-
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worker", type=int, default=None)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--variant", action="append", default=[])
+    args = parser.parse_args()
     device = mha_lib.pick_device()
     corpus = load_bible()
     validation = windows(corpus.encode(corpus.validation), CONTEXT)
     parts = results.Parts("ch7_experiment")
     table = variants()
+    vocab = len(corpus.alphabet)
 
     def train_variant(name):
         spec, num_layers, group = table[name]
-        runs, models = run_variant(
+        runs, chosen, models = run_variant(
             corpus, validation, spec, num_layers, device
         )
-        vocab = len(corpus.alphabet)
-        done = {**describe(name, spec, num_layers, group, vocab), "runs": runs}
+        done = {
+            **describe(name, spec, num_layers, group, vocab),
+            "environment": results.environment(device),
+            "chosen_lr": chosen,
+            "runs": runs,
+            "induction": [induction(m.eval(), corpus) for m in models],
+        }
         if name == HEADS_OF:
-            lr = runs[-1]["lr"]
-            measured = measure_heads(models, lr, corpus, validation)
-            done["head_measurements"] = measured
+            done["heads"] = measure_heads(models, validation)
         return done
 
+    names = list(table)
+    if args.worker is not None or args.variant:
+        mine = (
+            args.variant
+            if args.variant
+            else names[args.worker :: args.workers]
+        )
+        for name in mine:
+            parts.get(name, lambda name=name: train_variant(name))
+        return
     trained = {
         name: parts.get(name, lambda name=name: train_variant(name))
-        for name in table
+        for name in names
     }
-    timed = step_seconds(corpus, table, device)
     data = {
         "settings": {
             "context": CONTEXT,
@@ -286,7 +308,8 @@ def main():
             "evaluate_every": EVERY,
             "rates": RATES,
             "tuning_seed": TUNING_SEED,
-            "more_seeds": MORE_SEEDS,
+            "seeds": SEEDS,
+            "heads_of": HEADS_OF,
             "train_characters": len(corpus.train),
             "validation_characters": len(corpus.validation),
             "validation_windows": len(validation[0]),
@@ -297,16 +320,20 @@ def main():
                 **{
                     k: v
                     for k, v in trained[name].items()
-                    if k != "head_measurements"
+                    if k not in ("heads", "environment")
                 },
                 "wall_seconds": parts.seconds_of(name),
-                "step_seconds": timed[name],
             }
-            for name in table
+            for name in names
         ],
-        "heads": trained[HEADS_OF]["head_measurements"],
+        "heads": trained[HEADS_OF]["heads"],
     }
-    parts.save(data, device=device)
+    # where the variants trained (a worker on a GPU), not where they were
+    # gathered
+    where = {json.dumps(trained[name]["environment"]) for name in names}
+    if len(where) != 1:
+        raise ValueError(f"the parts ran in {len(where)} environments")
+    parts.save(data, device=device, ran_in=json.loads(where.pop()))
 
 
 if __name__ == "__main__":
