@@ -283,7 +283,7 @@ def main():
             "induction": [induction(m.eval(), corpus) for m in models],
         }
         if name == HEADS_OF:
-            done["heads"] = measure_heads(models, validation)
+            done["head_measurements"] = measure_heads(models, validation)
         return done
 
     names = list(table)
@@ -320,13 +320,13 @@ def main():
                 **{
                     k: v
                     for k, v in trained[name].items()
-                    if k not in ("heads", "environment")
+                    if k not in ("head_measurements", "environment")
                 },
                 "wall_seconds": parts.seconds_of(name),
             }
             for name in names
         ],
-        "heads": trained[HEADS_OF]["heads"],
+        "heads": trained[HEADS_OF]["head_measurements"],
     }
     # where the variants trained (a worker on a GPU), not where they were
     # gathered

@@ -16,8 +16,8 @@ import time
 
 import torch
 import torch.nn.functional as F
-
 from ch7_experiment import BATCH, CONTEXT, variants
+
 from mha_lib import results
 from mha_lib.corpus import load_bible
 from mha_lib.language_model import CharTransformer

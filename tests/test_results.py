@@ -131,3 +131,12 @@ def test_a_file_without_a_hash_is_refused_until_sealed(tmp_path):
     assert sealed["sha256"] == digest
     assert sealed["data"] == record["data"], "sealing changes no data"
     assert results.seal("run", folder=tmp_path) == digest
+
+
+def test_a_gathered_run_records_where_its_parts_ran(tmp_path):
+    elsewhere = {**results.environment("cpu"), "device": "cuda"}
+    results.save(
+        "run", {}, device="cpu", seconds=1.0, folder=tmp_path, ran_in=elsewhere
+    )
+    record = results.load("run", folder=tmp_path)
+    assert record["environment"] == elsewhere

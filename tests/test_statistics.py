@@ -10,8 +10,10 @@ from mha_lib.statistics import (
     best_rate,
     fisher_one_sided,
     paired_bootstrap,
+    paired_t_interval,
     rank_correlation,
     smallest_resolvable,
+    student_t_quantile,
     wilson_interval,
 )
 
@@ -112,3 +114,53 @@ def test_smallest_resolvable_says_what_the_seeds_could_tell_apart():
     assert fisher_one_sided(5, 20, 0, 20) < 0.05
     assert fisher_one_sided(4, 20, 0, 20) >= 0.05
     assert smallest_resolvable(18, 20) is None  # nothing above is resolvable
+
+
+@pytest.mark.parametrize(
+    "p, df, expected",  # from printed tables of Student's t
+    [
+        (0.975, 4, 2.776445),
+        (0.975, 10, 2.228139),
+        (0.995, 4, 4.604095),
+        (0.999, 2, 22.327125),
+        (0.9, 30, 1.310415),
+        (0.5, 3, 0.0),
+    ],
+)
+def test_student_t_quantile_matches_the_tables(p, df, expected):
+    assert student_t_quantile(p, df) == pytest.approx(expected, abs=1e-5)
+    assert student_t_quantile(1 - p, df) == pytest.approx(-expected, abs=1e-5)
+
+
+def test_student_t_quantile_against_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    for p in (0.6, 0.9, 0.99, 0.9989):
+        for df in (1, 4, 7.5, 50):
+            expected = stats.t.ppf(p, df)
+            assert student_t_quantile(p, df) == pytest.approx(
+                expected, rel=1e-6
+            )
+
+
+def test_paired_t_interval_known_values():
+    first, second = [2.0, 2.1, 1.9, 2.3, 2.2], [1.9, 2.0, 1.9, 2.0, 2.0]
+    mean, low, high = paired_t_interval(first, second)
+    # differences 0.1 0.1 0 0.3 0.2: mean 0.14, sd 0.1140, t(0.975, 4)
+    half = 2.776445 * 0.114018 / 5**0.5
+    assert mean == pytest.approx(0.14)
+    assert (low, high) == pytest.approx((0.14 - half, 0.14 + half), abs=1e-5)
+    wider = paired_t_interval(first, second, confidence=0.999)
+    assert wider[1] < low and wider[2] > high
+
+
+def test_paired_t_interval_refuses_bad_input():
+    with pytest.raises(ValueError, match="one length >= 2"):
+        paired_t_interval([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="one length >= 2"):
+        paired_t_interval([1.0], [1.0])
+    with pytest.raises(ValueError, match="confidence"):
+        paired_t_interval([1.0, 2.0], [1.0, 1.0], confidence=95)
+    with pytest.raises(ValueError, match="probability"):
+        student_t_quantile(1.5, 3)
+    with pytest.raises(ValueError, match="df"):
+        student_t_quantile(0.9, 0)
