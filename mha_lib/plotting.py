@@ -5,8 +5,16 @@ Importing this module sets the book's figure style (:func:`use_book_style`): a
 figure of the default size, 6.4 inches at 100 dpi, fills most of the book's
 750-pixel text column at its natural size, and its type is then about as large
 as the text around it. A figure wider than about 7.5 inches is shrunk to the
-column, and its type with it: prefer several narrower figures.
+column, and its type with it: prefer several narrower figures. No text is set
+below :data:`SMALLEST_TEXT_PT`; on a phone the book shows a figure at no less
+than 58 % of its size (``book/_static/figures.js``), so that text stays at 8
+pixels or more. In a notebook, figures are drawn with :data:`PIXEL_DENSITY`
+times the pixels of their size, sharp on a fine screen and printed at over 200
+pixels per inch.
 """
+
+import io
+import struct
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -27,12 +35,43 @@ BOOK_STYLE = {
     "axes.spines.top": False,
     "axes.spines.right": False,
 }
+SMALLEST_TEXT_PT = 10  # 13.9 pixels at 100 dpi: 8 on a phone at 58 %
+PIXEL_DENSITY = 2.2  # pixels per pixel of size: 211 per inch on paper
+
+
+def sharp_png(figure):
+    """``figure`` as a PNG of :data:`PIXEL_DENSITY` times its pixels, with the
+    width and height to show it at: ``(data, metadata)``, as IPython's
+    formatters return it."""
+    buffer = io.BytesIO()
+    figure.savefig(
+        buffer,
+        format="png",
+        dpi=figure.dpi * PIXEL_DENSITY,
+        bbox_inches="tight",
+    )
+    data = buffer.getvalue()
+    width, height = struct.unpack(">II", data[16:24])  # the PNG's header
+    shown = {
+        "width": round(width / PIXEL_DENSITY),
+        "height": round(height / PIXEL_DENSITY),
+    }
+    return data, shown
 
 
 def use_book_style():
-    """Set matplotlib's defaults to the book's figure style (done once, when
-    this module is imported)."""
+    """Set matplotlib's defaults to the book's figure style, and in a notebook
+    draw figures as :func:`sharp_png` (done once, when this module is
+    imported)."""
     matplotlib.rcParams.update(BOOK_STYLE)
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        formatters = shell.display_formatter.formatters
+        formatters["image/png"].for_type(matplotlib.figure.Figure, sharp_png)
 
 
 use_book_style()
@@ -364,9 +403,9 @@ def matrix_grid(
             ax.set_xticks([])
             ax.set_yticks([])
             if r == 0 and column_labels is not None:
-                ax.set_title(column_labels[c], fontsize="small")
+                ax.set_title(column_labels[c], fontsize=10)
             if c == 0 and row_labels is not None:
-                ax.set_ylabel(row_labels[r], fontsize="small")
+                ax.set_ylabel(row_labels[r], fontsize=10)
     if title:
         figure.suptitle(title)
     figure.tight_layout()
@@ -461,7 +500,7 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
                     (x, median),
                     textcoords="offset points",
                     xytext=(5, 4),
-                    fontsize=9,
+                    fontsize=10,
                     color=style["color"],
                 )
             else:
@@ -470,7 +509,7 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
                     (x, median),
                     textcoords="offset points",
                     xytext=(4, -10),
-                    fontsize=8,
+                    fontsize=10,
                     color="0.4",
                 )
         for kind, points in families.items():
@@ -505,7 +544,7 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
         ax.set_xlabel(label)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("loss / target variance (median over seeds)")
-    axes[0].legend(frameon=False, fontsize=9)
+    axes[0].legend(frameon=False, fontsize=10)
     if title:
         axes[0].figure.suptitle(title)
     return axes

@@ -302,9 +302,23 @@ def check_pages(names, site, opened, controls=True):
     return checked
 
 
+# Each figure at its displayed width: its box's right edge (the figure, or
+# the box it scrolls in) and its scale against the size it was drawn for.
+FIGURES = """imgs => imgs.map(i => {
+  const box = getComputedStyle(i.parentElement).overflowX === "auto"
+    ? i.parentElement : i;
+  const size = parseFloat(i.style.width) || i.naturalWidth;
+  return {src: i.src, right: box.getBoundingClientRect().right,
+          scale: i.getBoundingClientRect().width / size,
+          figure: i.closest("div.cell_output") !== null};
+})"""
+
+
 def check_phone_width(names, opened):
-    """At 390 px the page itself must not scroll sideways: wide code and
-    tables scroll inside their own box, figures shrink to the column. A page
+    """At 390 px the page itself must not scroll sideways: wide code, tables
+    and figures scroll inside their own box. A figure is shown at no less
+    than 58 % of its size, so that its smallest text (10 pt at 100 dpi, which
+    ``tests/test_plotting.py`` holds every figure to) stays at 8 px. A page
     opened wider is narrowed to 390 px (the theme's layout follows the width
     as it changes) and widened again."""
     for name in names:
@@ -318,12 +332,18 @@ def check_phone_width(names, opened):
             assert too_wide <= 392, (
                 f"{name}: at 390 px the page is {too_wide} px wide"
             )
-            images = page.eval_on_selector_all(
-                "main img",
-                "imgs => imgs.filter(i => i.getBoundingClientRect().right > "
-                "392).map(i => i.src)",
+            figures = page.eval_on_selector_all("main img", FIGURES)
+            cut = [f["src"] for f in figures if f["right"] > 392]
+            assert not cut, f"{name}: images cut off at 390 px: {cut}"
+            small = [
+                (f["src"].rsplit("/", 1)[-1], round(f["scale"], 2))
+                for f in figures
+                if f["figure"] and f["scale"] < 0.575
+            ]
+            assert not small, (
+                f"{name}: figures shown below 58 % at 390 px, their text "
+                f"under 8 px: {small}"
             )
-            assert not images, f"{name}: images cut off at 390 px: {images}"
         finally:
             page.set_viewport_size({"width": width, "height": 900})
 

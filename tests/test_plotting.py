@@ -1,5 +1,10 @@
 """Every figure helper draws, in the book's figure style."""
 
+import json
+import re
+import struct
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -8,6 +13,8 @@ matplotlib.use("Agg")
 
 from mha_lib import plotting  # noqa: E402
 
+LIBRARY = Path(plotting.__file__).parent
+NOTEBOOKS = LIBRARY.parent / "notebooks"
 TEXT_COLUMN_PX = (
     752  # the width of the book's text column at a 1280-pixel window
 )
@@ -124,3 +131,51 @@ def test_families_vs_cost_draws_a_median_and_a_range_per_variant():
     too_many = {str(i): families["b"] for i in range(9)}
     with pytest.raises(ValueError, match="families"):
         plotting.families_vs_cost(too_many, ylabel="bits")
+
+
+SIZE_SET = re.compile(r"""\b(?:fontsize|labelsize)\s*=\s*(['"]?)([\w.-]+)\1""")
+
+
+def code_of_the_book():
+    """The library's code and every chapter's code cells, as text."""
+    yield from (path.read_text() for path in LIBRARY.glob("*.py"))
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        cells = json.loads(path.read_text())["cells"]
+        yield from (
+            "".join(cell["source"])
+            for cell in cells
+            if cell["cell_type"] == "code"
+        )
+
+
+def test_no_figure_text_is_set_below_the_smallest_size():
+    """Together with the phone test (figures shown at 58 % or more, in
+    tests/browsing.py), this keeps every figure's text at 8 px on a phone."""
+    smallest = plotting.SMALLEST_TEXT_PT
+    style = {
+        key: value
+        for key, value in plotting.BOOK_STYLE.items()
+        if key.endswith("size") and key != "figure.figsize"
+    }
+    assert min(style.values()) >= smallest, style
+    base = plotting.BOOK_STYLE["font.size"]
+    scalings = matplotlib.font_manager.font_scalings
+    found = []
+    for code in code_of_the_book():
+        for _, size in SIZE_SET.findall(code):
+            points = base * scalings[size] if size in scalings else float(size)
+            found.append(points)
+            assert points >= smallest, f"text set at {size} ({points:g} pt)"
+    assert found, "the search found no sizes: the pattern is broken"
+    assert 10 / 72 * 100 * 0.58 >= 8  # 10 pt at 100 dpi, shown at 58 %
+
+
+def test_a_figure_is_drawn_sharper_than_it_is_shown():
+    figure = matplotlib.figure.Figure(figsize=(3, 2), dpi=100)
+    figure.add_subplot().plot([0, 1], [1, 0])
+    data, shown = plotting.sharp_png(figure)
+    width, height = struct.unpack(">II", data[16:24])
+    assert abs(width / shown["width"] - plotting.PIXEL_DENSITY) < 0.02
+    assert abs(height / shown["height"] - plotting.PIXEL_DENSITY) < 0.02
+    assert 250 < shown["width"] < 340  # 3 inches at 100 dpi, cropped tight
+    assert plotting.PIXEL_DENSITY * 96 >= 200  # pixels per printed inch
