@@ -1,7 +1,7 @@
 """Chapter 7's step times: one training step of every variant of
 ``scripts/ch7_experiment.py``, on this machine's CPU.
 
-    python3 scripts/ch7_step_times.py   # about a minute on a 2-core CPU
+    python3 scripts/ch7_step_times.py   # about two minutes on a 2-core CPU
 
 writes ``mha_lib/results/ch7_step_times.json``. The training runs may have
 used a GPU, where every one of these small models takes about the same time
@@ -23,7 +23,7 @@ from mha_lib.corpus import load_bible
 from mha_lib.language_model import CharTransformer
 from mha_lib.timing import summarize, time_round_robin
 
-REPEATS, WARMUP = 21, 3
+REPEATS, WARMUP = 61, 3
 
 
 def training_step(spec, num_layers, vocab, generator):
