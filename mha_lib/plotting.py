@@ -70,6 +70,9 @@ def use_book_style():
         return
     shell = get_ipython()
     if shell is not None:
+        # the inline backend sets its own formatter when it starts: start it
+        # first, then replace it
+        plt.switch_backend(matplotlib.get_backend())
         formatters = shell.display_formatter.formatters
         formatters["image/png"].for_type(matplotlib.figure.Figure, sharp_png)
 

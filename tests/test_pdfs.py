@@ -7,6 +7,8 @@ with the same Chromium)."""
 
 import json
 import re
+import shutil
+import subprocess
 import unicodedata
 
 import pytest
@@ -155,3 +157,36 @@ def assert_no_text_about_controls(html_root, text):
     assert len(told) >= 4, f"the pages' text about controls: {told}"
     printed = [words for words in told if words in text]
     assert not printed, f"printed, about controls paper lacks: {printed}"
+
+
+def test_the_pdfs_figures_print_at_200_ppi_or_more(built_book):
+    """Each figure of a chapter is drawn at 2.2 times its pixels
+    (mha_lib.plotting.sharp_png), so printed at its size it holds 211 pixels
+    an inch, more where the page shrinks it. Read with poppler's pdfimages,
+    which reports each placed image's resolution."""
+    if shutil.which("pdfimages") is None:
+        pytest.skip(
+            "poppler's pdfimages is not installed (Debian: poppler-utils)"
+        )
+    for pdf in (
+        built_book / "mha-answered.pdf",
+        built_book / "zh" / "mha-answered.pdf",
+    ):
+        listing = subprocess.run(
+            ["pdfimages", "-list", str(pdf)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout.splitlines()[2:]
+        images = [
+            line.split() for line in listing if line.split()[2] == "image"
+        ]
+        coarse = [
+            (row[0], row[12])
+            for row in images
+            if min(int(row[12]), int(row[13])) < 200
+        ]
+        assert images and not coarse, (
+            f"{pdf.name}: figures below 200 ppi (page, ppi): {coarse}"
+        )
