@@ -305,7 +305,7 @@ def check_pages(names, site, opened, controls=True):
 # Each figure at its displayed width: its box's right edge (the figure, or
 # the box it scrolls in) and its scale against the size it was drawn for.
 FIGURES = """imgs => imgs.map(i => {
-  const box = getComputedStyle(i.parentElement).overflowX === "auto"
+  const box = i.parentElement.classList.contains("mha-figure-scroll")
     ? i.parentElement : i;
   const size = parseFloat(i.style.width) || i.naturalWidth;
   return {src: i.src, right: box.getBoundingClientRect().right,

@@ -88,7 +88,12 @@ def test_contents_list_pages_and_their_sections(book_pdf):
     ]
     listing = book_pdf.contents(pages)
     links = [(a["href"], a.get_text()) for a in listing.select("a")]
-    assert links == [("#p-t", "One page"), ("#p-s", "A section")]
+    assert links == [
+        ("#p-t-heading", "One page"),
+        ("#p-s-heading", "A section"),
+    ]
+    # the links lead to the headings themselves, whose page is the number
+    assert pages[0].select_one("h2")["id"] == "p-s-heading"
 
 
 def test_links_between_pages_point_inside_the_one_document(book_pdf):

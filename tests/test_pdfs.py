@@ -92,6 +92,21 @@ def test_the_pdf_of_the_book_holds_every_chapter(built_book):
         assert start in "".join(texts[page - 1].split()), (
             f"the contents put chapter {number} on page {page}"
         )
+    # and each answer's page, where its heading is printed
+    questions = {}
+    for page in reader.pages[1:8]:
+        layout = unicodedata.normalize(
+            "NFKC", page.extract_text(extraction_mode="layout")
+        )
+        for line in layout.splitlines():
+            found = re.match(r"\s*(Q\d+\. \S+ \S+).*?\s{2,}(\d+)\s*$", line)
+            if found:
+                questions["".join(found[1].split())] = int(found[2])
+    assert len(questions) >= 12, f"the contents list answers {questions}"
+    for start, page in questions.items():
+        assert start in "".join(texts[page - 1].split()), (
+            f"the contents put {start} on page {page}"
+        )
 
 
 def test_the_chinese_pdf_holds_every_chapter_in_chinese(built_book):

@@ -64,6 +64,14 @@ body { padding: 0 !important; margin: 0 !important; }
 }
 .pdf-solution { font-weight: 600; margin: 0.8em 0 0.2em; }
 pre { white-space: pre-wrap !important; word-break: break-word; }
+/* long code runs on to the next page (kept whole, it would leave the page
+   before it part empty) */
+div.highlight, pre { break-inside: auto !important; }
+/* a section's checked claims print as their one line, without the marker of
+   a fold that paper cannot open */
+details.mha-claims > summary { list-style: none; }
+details.mha-claims > summary::-webkit-details-marker { display: none; }
+p.mha-scroll-hint { display: none; }
 /* a figure stays whole; a long table or printout runs on to the next page
    (kept whole, it would leave the page before it nearly blank) */
 figure, img, svg, tr, div.cell_output:has(img, svg) { break-inside: avoid; }
@@ -196,6 +204,16 @@ def destination_pages(pdf_path):
     }
 
 
+def heading_anchor(heading):
+    """The id a contents line links to: the heading's own (given one, from
+    its section's), so that its page number is the page the heading is
+    printed on; a section can begin at the foot of the page before, where its
+    heading, kept with what follows, does not fit."""
+    if not heading.get("id"):
+        heading["id"] = f"{heading.parent['id']}-heading"
+    return heading["id"]
+
+
 def contents(pages, heading="Contents"):
     """A table of contents: every page's title and its sections, linked, each
     with its page number (filled in by :func:`print_pdf`)."""
@@ -205,13 +223,13 @@ def contents(pages, heading="Contents"):
         if title is None:
             continue
         sections = "".join(
-            f'<li>{NUMBER}<a href="#{h2.parent["id"]}">{_text(h2)}</a></li>'
+            f'<li>{NUMBER}<a href="#{heading_anchor(h2)}">{_text(h2)}</a></li>'
             for h2 in article.find_all("h2")
             if h2.parent.name == "section" and h2.parent.get("id")
         )
         anchor = (
-            title.parent.get("id", "")
-            if title.parent.name == "section"
+            heading_anchor(title)
+            if title.parent.name == "section" and title.parent.get("id")
             else ""
         )
         name = _text(title)

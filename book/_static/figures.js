@@ -5,11 +5,33 @@
 (function () {
   const SMALLEST_SCALE = 0.58;
 
+  const HINT = document.documentElement.lang.startsWith("zh")
+    ? "← 图可左右滑动 →"
+    : "← the figure scrolls sideways →";
+
   function keepLegible(img) {
     const size = parseFloat(img.style.width) || img.naturalWidth;
     if (!size) return;
     img.style.minWidth = Math.round(size * SMALLEST_SCALE) + "px";
-    img.parentElement.style.overflowX = "auto";
+    let box = img.parentElement;
+    if (!box.classList.contains("mha-figure-scroll")) {
+      box = document.createElement("div");
+      box.className = "mha-figure-scroll";
+      img.before(box);
+      box.append(img);
+    }
+    let hint = box.nextElementSibling;
+    if (!hint || !hint.classList.contains("mha-scroll-hint")) {
+      hint = document.createElement("p");
+      hint.className = "mha-scroll-hint";
+      hint.textContent = HINT;
+      box.after(hint);
+    }
+    const showHint = function () {
+      hint.hidden = box.scrollWidth <= box.clientWidth + 1;
+    };
+    showHint();
+    window.addEventListener("resize", showHint);
   }
 
   function start() {
