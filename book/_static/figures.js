@@ -1,13 +1,35 @@
 // On a narrow screen a figure is shown at no less than 58 % of its size, so
 // that its smallest text (10 pt at 100 dpi, mha_lib.plotting.SMALLEST_TEXT_PT)
 // stays at 8 pixels or more; a figure that is then wider than the column
-// scrolls sideways in its own box instead of shrinking further.
+// scrolls sideways in its own box instead of shrinking further. A figure or a
+// table that scrolls sideways says so in a line below it.
 (function () {
   const SMALLEST_SCALE = 0.58;
 
-  const HINT = document.documentElement.lang.startsWith("zh")
-    ? "← 图可左右滑动 →"
-    : "← the figure scrolls sideways →";
+  const ZH = document.documentElement.lang.startsWith("zh");
+  const HINT = {
+    figure: ZH ? "← 图可左右滑动 →" : "← the figure scrolls sideways →",
+    table: ZH ? "← 表可左右滑动 →" : "← the table scrolls sideways →",
+  };
+
+  // A line after `box` that shows while `box` is wider than its column.
+  function sayItScrolls(box, what) {
+    let hint = box.nextElementSibling;
+    if (!hint || !hint.classList.contains("mha-scroll-hint")) {
+      hint = document.createElement("p");
+      hint.className = "mha-scroll-hint";
+      hint.textContent = HINT[what];
+      box.after(hint);
+    }
+    const check = function () {
+      hint.hidden = box.scrollWidth <= box.clientWidth + 1;
+    };
+    check();
+    new ResizeObserver(check).observe(box);
+    if (box.firstElementChild) {
+      new ResizeObserver(check).observe(box.firstElementChild);
+    }
+  }
 
   function keepLegible(img) {
     const size = parseFloat(img.style.width) || img.naturalWidth;
@@ -20,24 +42,19 @@
       img.before(box);
       box.append(img);
     }
-    let hint = box.nextElementSibling;
-    if (!hint || !hint.classList.contains("mha-scroll-hint")) {
-      hint = document.createElement("p");
-      hint.className = "mha-scroll-hint";
-      hint.textContent = HINT;
-      box.after(hint);
-    }
-    const showHint = function () {
-      hint.hidden = box.scrollWidth <= box.clientWidth + 1;
-    };
-    showHint();
-    window.addEventListener("resize", showHint);
+    sayItScrolls(box, "figure");
   }
 
   function start() {
     document.querySelectorAll("div.cell_output img").forEach(function (img) {
       if (img.complete) keepLegible(img);
       else img.addEventListener("load", function () { keepLegible(img); });
+    });
+    document.querySelectorAll("div.mha-interactive").forEach(function (box) {
+      sayItScrolls(box, "figure");
+    });
+    document.querySelectorAll("div.cell_output table").forEach(function (table) {
+      sayItScrolls(table, "table");
     });
   }
 
