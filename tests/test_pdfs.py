@@ -74,39 +74,35 @@ def test_the_pdf_of_the_book_holds_every_chapter(built_book):
     )
     assert_no_link_to_the_build(reader)
     assert_no_text_about_controls(html_root, squeezed)
-    # the contents give each chapter's page, and the chapter starts there
+    # the contents give each chapter's page, and the chapter starts there;
+    # each answer's too, the page its heading is printed on
+    chapters = contents_lines(reader, r"(\d+\. .*?)")
+    numbers = sorted(int(title.split(".")[0]) for title in chapters)
+    assert numbers == list(range(1, 8)), (
+        f"the contents list chapters {numbers} with page numbers"
+    )
+    questions = contents_lines(reader, r"(Q\d+\. \S+ \S+).*?")
+    assert len(questions) >= 12, f"the contents list answers {questions}"
+    for title, page in {**chapters, **questions}.items():
+        start = "".join(title.split())[:20]
+        assert start in "".join(texts[page - 1].split()), (
+            f"the contents put {title!r} on page {page}"
+        )
+
+
+def contents_lines(reader, title):
+    """``{title: page}`` for each line of the contents (the PDF's pages 2 to
+    8) that starts with the pattern ``title`` and ends with a page number."""
     listed = {}
     for page in reader.pages[1:8]:
         layout = unicodedata.normalize(
             "NFKC", page.extract_text(extraction_mode="layout")
         )
         for line in layout.splitlines():
-            found = re.match(r"\s*(\d+)\. (.*?)\s{2,}(\d+)\s*$", line)
+            found = re.match(rf"\s*{title}\s{{2,}}(\d+)\s*$", line)
             if found:
-                listed[int(found[1])] = (found[2], int(found[3]))
-    assert sorted(listed) == list(range(1, 8)), (
-        f"the contents list chapters {sorted(listed)} with page numbers"
-    )
-    for number, (title, page) in listed.items():
-        start = "".join(f"{number}. {title}".split())[:20]
-        assert start in "".join(texts[page - 1].split()), (
-            f"the contents put chapter {number} on page {page}"
-        )
-    # and each answer's page, where its heading is printed
-    questions = {}
-    for page in reader.pages[1:8]:
-        layout = unicodedata.normalize(
-            "NFKC", page.extract_text(extraction_mode="layout")
-        )
-        for line in layout.splitlines():
-            found = re.match(r"\s*(Q\d+\. \S+ \S+).*?\s{2,}(\d+)\s*$", line)
-            if found:
-                questions["".join(found[1].split())] = int(found[2])
-    assert len(questions) >= 12, f"the contents list answers {questions}"
-    for start, page in questions.items():
-        assert start in "".join(texts[page - 1].split()), (
-            f"the contents put {start} on page {page}"
-        )
+                listed[found[1]] = int(found[2])
+    return listed
 
 
 def test_the_chinese_pdf_holds_every_chapter_in_chinese(built_book):
