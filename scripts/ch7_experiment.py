@@ -117,17 +117,15 @@ def describe(name, spec, num_layers, group, vocab):
     }
 
 
-def run_variant(corpus, validation, spec, num_layers, device):
-    """Every seed at every rate, together: one record per run, the chosen rate
-    (seed 0's best) and the models of seeds 1 to 5 at it."""
-    seeds = [TUNING_SEED, *SEEDS]
-    pairs = [(seed, lr) for lr in RATES for seed in seeds]
+def train(corpus, validation, spec, num_layers, seeds, rates, device, steps):
+    """``seeds[i]`` at peak rate ``rates[i]``, all together: the ``[(model,
+    history)]`` of the runs and one record of each."""
     runs = train_language_models(
         corpus,
         attention=spec,
-        seeds=[seed for seed, _ in pairs],
-        steps=STEPS,
-        lr=[lr for _, lr in pairs],
+        seeds=seeds,
+        steps=steps,
+        lr=rates,
         context=CONTEXT,
         num_layers=num_layers,
         batch_size=BATCH,
@@ -143,8 +141,26 @@ def run_variant(corpus, validation, spec, num_layers, device):
             "held_out": [round(b, 5) for b in history["eval"]],
             "train": [round(b, 5) for b in history["loss"]],
         }
-        for (_, history), (seed, lr) in zip(runs, pairs)
+        for (_, history), seed, lr in zip(runs, seeds, rates)
     ]
+    return runs, records
+
+
+def run_variant(corpus, validation, spec, num_layers, device):
+    """Every seed at every rate, together: one record per run, the chosen rate
+    (seed 0's best) and the models of seeds 1 to 5 at it."""
+    seeds = [TUNING_SEED, *SEEDS]
+    pairs = [(seed, lr) for lr in RATES for seed in seeds]
+    runs, records = train(
+        corpus,
+        validation,
+        spec,
+        num_layers,
+        [seed for seed, _ in pairs],
+        [lr for _, lr in pairs],
+        device,
+        STEPS,
+    )
     tuning = [r for r in records if r["seed"] == TUNING_SEED]
     chosen = min(tuning, key=lambda r: r["held_out"][-1])["lr"]
     models = [

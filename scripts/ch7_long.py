@@ -12,33 +12,20 @@ stops resumes: finished variants are kept in a partial file and skipped.
 """
 
 from ch7_experiment import (
-    BATCH,
     CONTEXT,
     EVERY,
     SEEDS,
     TUNING_SEED,
+    train,
     variants,
 )
 
 import mha_lib
 from mha_lib import results
 from mha_lib.corpus import load_bible, windows
-from mha_lib.language_training import train_language_models
 
 LONG_STEPS = 4500
 LONG = ["standard 1 x 64", "standard 8 x 8"]
-
-
-def records(runs, seeds, rates):
-    return [
-        {
-            "seed": seed,
-            "lr": lr,
-            "steps": history["step"],
-            "held_out": [round(b, 5) for b in history["eval"]],
-        }
-        for (_, history), seed, lr in zip(runs, seeds, rates)
-    ]
 
 
 def main():
@@ -52,29 +39,29 @@ def main():
     table = variants()
     parts = results.Parts("ch7_long")
 
-    def train(name, seeds, rates):
+    def train_long(name, seeds, rates):
         spec, num_layers, _ = table[name]
-        runs = train_language_models(
+        _, records = train(
             corpus,
-            attention=spec,
-            seeds=seeds,
-            steps=LONG_STEPS,
-            lr=rates,
-            context=CONTEXT,
-            num_layers=num_layers,
-            batch_size=BATCH,
-            evaluate_every=EVERY,
-            validation=validation,
-            device=device,
+            validation,
+            spec,
+            num_layers,
+            seeds,
+            rates,
+            device,
+            LONG_STEPS,
         )
-        return records(runs, seeds, rates)
+        # the held-out curves only: the long runs do not keep training loss
+        return [
+            {key: v for key, v in r.items() if key != "train"} for r in records
+        ]
 
     def run(name):
         around = short[name]["chosen_lr"]
         rates = [around / 2, around, around * 2]
-        tuning = train(name, [TUNING_SEED] * len(rates), rates)
+        tuning = train_long(name, [TUNING_SEED] * len(rates), rates)
         chosen = min(tuning, key=lambda r: r["held_out"][-1])["lr"]
-        reported = train(name, SEEDS, [chosen] * len(SEEDS))
+        reported = train_long(name, SEEDS, [chosen] * len(SEEDS))
         return {
             "variant": name,
             "chosen_lr": chosen,
