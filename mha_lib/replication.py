@@ -6,22 +6,22 @@ seeds were measured. A chapter states a trained claim instead as a share of
 seeds with its 95 % Wilson interval (:class:`Share`), checked against a bound
 set with margin, or as a median with its range.
 
-``scripts/replicate.py`` runs a chapter again on seeds no one chose: the
-chapter takes its seeds from :func:`chapter_seeds` (the variable
-``MHA_SEEDS``), and :class:`mha_lib.report.Claims` writes every claim it checks
-to the file named by ``MHA_CLAIMS`` instead of stopping at the first that
-fails.
+``scripts/replicate.py`` runs a chapter again on seeds no one chose. It
+hands the chapter its settings in the open: the chapter's cell tagged
+``parameters`` (papermill's convention) names its seeds and ``KEEP_GOING``,
+and the command adds a cell after it with the new values, so that the
+chapter's :class:`mha_lib.report.ClaimLog` records a failed claim (shown with
+✗) instead of stopping at it. Nothing in the environment changes what a
+chapter asserts.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from .statistics import wilson_interval
 
-SEEDS_VARIABLE = "MHA_SEEDS"
-CLAIMS_VARIABLE = "MHA_CLAIMS"
+MOST_SEEDS = 1000  # more would be days of training, most likely a typo
 FEW = 10  # fewer seeds than this can refute a share, not establish it
 
 
@@ -34,8 +34,10 @@ def parse_seeds(text):
         )
     seeds = []
     for part in text.split(","):
-        first, _, last = part.strip().partition("-")
+        first, dash, last = part.strip().partition("-")
         try:
+            if dash and not last:
+                raise ValueError("a range without its end")
             low, high = int(first), int(last or first)
         except ValueError:
             raise ValueError(
@@ -46,17 +48,15 @@ def parse_seeds(text):
             raise ValueError(
                 f"seed range {part.strip()!r} must run from a seed >= 0 up"
             )
+        if high >= 2**32 or len(seeds) + high - low >= MOST_SEEDS:
+            raise ValueError(
+                f"seeds {text!r}: at most {MOST_SEEDS} seeds, each below "
+                "2**32, are expected"
+            )
         seeds.extend(range(low, high + 1))
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds {text!r} name a seed twice")
     return seeds
-
-
-def chapter_seeds(default):
-    """The seeds a chapter trains on: ``default``, unless ``MHA_SEEDS`` names
-    others (as ``scripts/replicate.py`` does)."""
-    text = os.environ.get(SEEDS_VARIABLE)
-    return parse_seeds(text) if text else list(default)
 
 
 @dataclass(frozen=True)
@@ -114,15 +114,12 @@ def replication_table(chapter, checked):
     the new ones, folded under one line.
 
     ``checked`` are the claims the chapter checked in this run
-    (:attr:`mha_lib.report.Claims.checked`): where the stored claims differ,
+    (:attr:`mha_lib.report.ClaimLog.claims`): where the stored claims differ,
     the file is stale and a ``ValueError`` says how to renew it; a claim that
-    failed on the new seeds raises ``AssertionError``. A chapter run by
-    ``scripts/replicate.py`` itself shows nothing here.
+    failed on the new seeds raises ``AssertionError``, naming it.
     """
     from . import report, results
 
-    if os.environ.get(CLAIMS_VARIABLE):  # a replication run itself
-        return report.markdown_table(["claim"], [])
     stored = results.load("replication")["data"]
     rows = [row for row in stored["claims"] if row["chapter"] == chapter]
     if [row["claim"] for row in rows] != list(checked):
@@ -144,7 +141,9 @@ def replication_table(chapter, checked):
             [
                 row["claim"],
                 row["chapter_seeds"] or "✓",
-                row["new_seeds"] or "✓",
+                " ".join(
+                    [str(row["new_seeds"] or ""), "✓" if row["held"] else "✗"]
+                ).strip(),
             ]
             for row in rows
         ],

@@ -8,8 +8,6 @@ code; the visible cells stay the experiment.
 """
 
 import html
-import json
-import os
 import statistics
 
 
@@ -34,56 +32,90 @@ class Claims:
     ``claims.check(condition, "two heads beat one on most seeds")`` raises
     ``AssertionError`` with the claim (and ``detail``, if given) when the
     condition is false. Displayed, the object is one line, "✓ 9 claims
-    checked", that opens to the list of every claim that held.
+    checked", that opens to the list of every claim.
 
-    Where the variable ``MHA_CLAIMS`` names a file (``scripts/replicate.py``
-    runs a chapter on other seeds so), each claim is appended to it as a line
-    of JSON, with ``detail`` and whether it held, and a failed claim does not
-    stop the chapter, so that one run reports every claim.
+    With ``keep_going=True`` a false claim is recorded instead, shown with ✗
+    and counted in the line ("✗ 1 of 9 claims failed"), so that one run
+    reports every claim: a replication sets it, in the open, through the
+    chapter's parameters cell (:class:`ClaimLog`). ``log``, a list, receives
+    every claim checked as ``{"claim", "detail", "held"}``.
     """
 
-    checked = []  # every claim checked in this process, in order
-
-    def __init__(self, title="Checked"):
-        self.title, self.held = title, []
+    def __init__(self, title="Checked", *, keep_going=False, log=None):
+        self.title, self.keep_going = title, keep_going
+        self.log = [] if log is None else log
+        self.results = []  # (claim, held), in order
 
     def check(self, condition, claim, detail=None):
-        Claims.checked.append(claim)
-        record = os.environ.get("MHA_CLAIMS")
-        if record:
-            line = {"claim": claim, "detail": detail, "held": bool(condition)}
-            with open(record, "a") as file:
-                file.write(json.dumps(line, default=str) + "\n")
-        if not condition and not record:
+        held = bool(condition)
+        if not held and not self.keep_going:
             raise AssertionError(
                 claim if detail is None else f"{claim} ({detail})"
             )
-        if condition:
-            self.held.append(claim)
+        self.log.append({"claim": claim, "detail": detail, "held": held})
+        self.results.append((claim, held))
         return self
 
+    @property
+    def held(self):
+        return [claim for claim, held in self.results if held]
+
+    @property
+    def failed(self):
+        return [claim for claim, held in self.results if not held]
+
     def __len__(self):
-        return len(self.held)
+        return len(self.results)
 
     def _count(self):
-        return (
-            f"{len(self.held)} claim{'' if len(self.held) == 1 else 's'} held"
-        )
+        count = len(self.results)
+        if self.failed:
+            return f"✗ {len(self.failed)} of {count} claims failed"
+        return f"✓ {count} claim{'' if count == 1 else 's'} checked"
 
     def __repr__(self):
         lines = [f"{self.title}: {self._count()}"]
-        return "\n".join(lines + [f"  ✓ {claim}" for claim in self.held])
+        return "\n".join(
+            lines
+            + [f"  {'✓' if held else '✗'} {c}" for c, held in self.results]
+        )
 
     def _repr_html_(self):
-        count = len(self.held)
         items = "".join(
-            f"<li>✓ {html.escape(claim)}</li>" for claim in self.held
+            f"<li>{'✓' if held else '✗'} {html.escape(claim)}</li>"
+            for claim, held in self.results
         )
+        failed = " mha-claims-failed" if self.failed else ""
         return (
-            '<details class="mha-claims"><summary>'
-            f"✓ {count} claim{'' if count == 1 else 's'} checked"
-            f"</summary><ul>{items}</ul></details>"
+            f'<details class="mha-claims{failed}"><summary>'
+            f"{html.escape(self._count())}</summary><ul>{items}</ul>"
+            "</details>"
         )
+
+
+class ClaimLog:
+    """Every claim of one chapter, in the order checked: each section's
+    :class:`Claims` comes from :meth:`section`.
+
+    ``keep_going`` comes from the chapter's parameters cell (False unless a
+    replication runs the chapter); :attr:`records` is what that run reads
+    back.
+    """
+
+    def __init__(self, *, keep_going=False):
+        if not isinstance(keep_going, bool):
+            raise TypeError(
+                f"keep_going must be True or False, got {keep_going!r}"
+            )
+        self.keep_going, self.records = keep_going, []
+
+    def section(self, title):
+        return Claims(title, keep_going=self.keep_going, log=self.records)
+
+    @property
+    def claims(self):
+        """The text of every claim checked so far."""
+        return [record["claim"] for record in self.records]
 
 
 def spread(values, digits=3):

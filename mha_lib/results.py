@@ -16,7 +16,6 @@ command that writes it again instead of being drawn as if it were measured.
 import fcntl
 import hashlib
 import json
-import os
 import platform
 import re
 import sys
@@ -88,7 +87,52 @@ def save(
     }
     path = folder / f"{name}.json"
     _write(path, record)
+    if folder == FOLDER:
+        print(
+            f"{name}.json written; its SHA-256 for SHIPPED in "
+            f"mha_lib/results.py: {digest(record)}"
+        )
     return path
+
+
+# The SHA-256 of each results file shipped in mha_lib/results, kept in the
+# code rather than only in the file, so that a file cannot vouch for itself.
+# A long run that writes one again prints its new digest for this table.
+SHIPPED = {
+    "ch4_models": (
+        "bf0dbeff9946b6aa091fbf129a3bef074aad2d41c8f7d99587f2ea06ee11f323"
+    ),
+    "ch5_experiment": (
+        "b4c36cdaa56720e59d954c87b51a54ee85872965fcf24b08ef37188e2dc6d514"
+    ),
+    "ch6_experiment": (
+        "782e2a08b94d420262d48279671f1b034a94353482dfef8d7c29c371ba5551d7"
+    ),
+    "ch7_experiment": (
+        "acc46ed20f776448e56351c0a0eda2e019e86d2f0ec9e1c0f2a42d1f5d04d0c4"
+    ),
+    "ch7_long": (
+        "6c7388f1f6e01169030276e18f95baf7b0949858756408215f7b71a20e6abd27"
+    ),
+    "ch7_step_times": (
+        "7ada1f64ab9790cb0cd9e9b98a5766640bde7ffb9c70a7ae7e9047da6a7cbb11"
+    ),
+    "replication": (
+        "c9508fb8e5fb95211380cce8dd45dff3005a4874a9601be27f1cf26aa16c4da0"
+    ),
+}
+# the command that writes each shipped file again; the others are named
+# after their script
+COMMANDS = {
+    "ch4_models": "python3 scripts/store_models.py ch4_models",
+    "replication": "python3 scripts/replicate.py --seeds 100-119 --store",
+}
+
+
+def command_of(name):
+    """The command that writes results file ``name`` again (from this code,
+    never from the file)."""
+    return COMMANDS.get(name, f"python3 scripts/{name}.py")
 
 
 class DamagedResults(ValueError):
@@ -99,39 +143,48 @@ def load(name, folder=None):
     """The stored record ``name`` (``command``, ``environment``,
     ``wall_seconds``, ``data``), after checking its SHA-256.
 
-    Raises :class:`DamagedResults`, naming the file and the command that
-    writes it again, when the file is not valid JSON, carries no hash, or its
-    content does not match the hash. Where the variable ``MHA_RESULTS`` names
-    a folder holding ``<name>.json``, that file is read instead
-    (``scripts/replicate.py`` hands a chapter its runs on new seeds so).
+    A file shipped with the library (``folder`` None) must carry the digest
+    that :data:`SHIPPED` holds for it; any other (``folder``: where
+    ``scripts/replicate.py`` keeps a chapter's runs on new seeds, say) must
+    match the digest it carries. Raises :class:`DamagedResults`, naming the
+    file and how to get a clean one, when the file is not valid JSON, carries
+    no hash, or its content does not match. The message is this code's own
+    text: nothing read from the file is repeated.
     """
-    other = os.environ.get("MHA_RESULTS")
-    if folder is None and other and (Path(other) / f"{name}.json").is_file():
-        folder = other
+    if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
+        raise ValueError(
+            f"name must be a results file's name such as 'ch5_experiment', "
+            f"got {name!r}"
+        )
     if folder is None:
         path = resources.files("mha_lib").joinpath(f"results/{name}.json")
+        shown = f"mha_lib/results/{name}.json"
     else:
         path = Path(folder) / f"{name}.json"
-    shown = f"mha_lib/results/{name}.json" if folder is None else str(path)
-    text = path.read_text()
-    command = re.search(r'"command": "([^"]*)"', text)
-    command = command[1] if command else f"python3 scripts/{name}.py"
+        shown = str(path)
 
     def damaged(problem):
         return DamagedResults(
-            f"{shown} {problem}: it is not what its run wrote. Run "
-            f"`{command}` to write it again (or restore it from the "
-            "repository)."
+            f"{shown} {problem}: it is not what its run wrote. In the "
+            f"course's repository, run `{command_of(name)}` to write it "
+            f"again, or `git checkout -- mha_lib/results/{name}.json` to "
+            "restore it; in a downloaded chapter, download the chapter "
+            "again from the book (its first cell carries the stored files)."
         )
 
+    text = path.read_text()
     try:
         record = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise damaged(f"is not valid JSON ({error})") from None
+    except json.JSONDecodeError:
+        raise damaged("is not valid JSON") from None
     if not isinstance(record, dict) or "sha256" not in record:
         raise damaged("carries no SHA-256 of its content")
     if digest(record) != record["sha256"]:
         raise damaged("does not match the SHA-256 it carries (it was edited)")
+    if folder is None and SHIPPED.get(name) != record["sha256"]:
+        raise damaged(
+            "does not match the SHA-256 that mha_lib/results.py holds for it"
+        )
     return record
 
 

@@ -12,14 +12,15 @@ raises with the command that stores them again. Where nothing is stored under
 ``key`` for these seeds and these settings (new seeds, say, or a downloaded
 chapter, which carries no weights), every seed is trained live.
 
-The store command runs the chapter with the variable ``MHA_STORE_MODELS``
-naming the file: every call then trains all seeds and writes them.
+The store command runs the chapter with ``STORE_MODELS = True`` in its
+parameters cell, which makes ``StoredModels(name, store=True)``: every call
+then trains all seeds and writes them.
 """
 
 import hashlib
 import inspect
-import os
 import time
+from pathlib import Path
 
 import torch
 
@@ -28,7 +29,6 @@ from .model import AttentionModel
 from .report import markdown_table
 from .training import check_seeds, train_seeds
 
-STORE_VARIABLE = "MHA_STORE_MODELS"
 STORE_COMMAND = "python3 scripts/store_models.py"
 # the arguments of train_seeds that are not the model's sizes
 TRAINING_ARGUMENTS = set(inspect.signature(train_seeds).parameters) - {"sizes"}
@@ -48,11 +48,13 @@ def settings_of(task, training):
 class StoredModels:
     """The stored trainings of one chapter (see the module's text)."""
 
-    def __init__(self, name, *, check=2, folder=None):
+    def __init__(self, name, *, check=2, folder=None, store=False):
+        if not isinstance(store, bool):
+            raise TypeError(f"store must be True or False, got {store!r}")
         self.name = name
         self.check = check
-        self.storing = os.environ.get(STORE_VARIABLE) == name
-        self.folder = results.FOLDER if folder is None else folder
+        self.storing = store
+        self.folder = results.FOLDER if folder is None else Path(folder)
         self.weights_path = self.folder / f"{name}.pt"
         self.runs, self.weights, self.seconds = {}, {}, 0.0
         self.rows = []  # (key, how the seeds were had, largest difference)
@@ -69,8 +71,8 @@ class StoredModels:
         ):
             raise results.DamagedResults(
                 f"mha_lib/results/{self.name}.pt does not match the SHA-256 "
-                f"in {self.name}.json: run `{self.record['command']}` to "
-                "store the models again"
+                f"in {self.name}.json: run `{STORE_COMMAND} {self.name}` "
+                "to store the models again"
             )
         self.weights = torch.load(self.weights_path, weights_only=True)
 
@@ -109,7 +111,7 @@ class StoredModels:
             raise AssertionError(
                 f"{key!r}: trained again, a training loss differs from the "
                 f"stored one by {gap:.2e} (tolerance {tolerance:g}); run "
-                f"`{self.record['command']}` to store the models again"
+                f"`{STORE_COMMAND} {self.name}` to store the models again"
             )
         self.rows.append(
             (key, f"{len(live)} of {len(seeds)} trained again", gap)

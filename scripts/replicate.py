@@ -8,13 +8,17 @@ runs each chapter's own notebook twice, on its own seeds and on ``--seeds``,
 and prints one line per claim: the claim, its value on the chapter's seeds,
 its value on the new seeds, and ``held`` or ``FAILED``. It exits with status 1
 if any claim failed on either. Chapter 4 trains its models in the notebook, so
-the new seeds go to it as ``MHA_SEEDS``. Chapter 5 reads its long runs from
+the new seeds go to it as ``SEEDS``. Chapter 5 reads its long runs from
 ``mha_lib/results/ch5_experiment.json``: here every layer of those runs is
 trained again on the new seeds, at the learning rate the stored tuning seeds
 chose, by ``scripts/ch5_experiment.py``'s own functions, and the chapter reads
-them from a copy of the file (``MHA_RESULTS``) in which they replace the
+them from a copy of the file (``RESULTS_FOLDER``) in which they replace the
 reported seeds. Those trainings are kept in a partial file, so a run that
-stops resumes. Each chapter records its claims through ``MHA_CLAIMS`` (see
+stops resumes. Settings reach a chapter in the open: a cell with their values
+is added after the chapter's cell tagged ``parameters`` (papermill's
+convention), ``KEEP_GOING = True`` among them, so that a failed claim is
+recorded, marked ✗, instead of stopping the run; a last added cell prints
+the chapter's claims, which this command reads (see
 ``mha_lib.replication``). Chapter 7's claims rest on runs of 1,500 steps of a
 language model (minutes per seed and variant on a CPU), so none is re-trained
 here; Chapter 7 re-trains a subset of its stored runs itself.
@@ -26,7 +30,6 @@ stored run on the same seeds).
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -37,7 +40,7 @@ from nbclient import NotebookClient
 
 import mha_lib
 from mha_lib import results
-from mha_lib.replication import CLAIMS_VARIABLE, SEEDS_VARIABLE, parse_seeds
+from mha_lib.replication import parse_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -49,26 +52,46 @@ CHAPTERS = {
 }
 
 
-def run_chapter(path, environment):
-    """Execute the notebook at ``path`` with ``environment`` added; returns
-    the claims it recorded (``claim``, ``detail``, ``held``)."""
-    with tempfile.TemporaryDirectory() as folder:
-        record = Path(folder) / "claims.jsonl"
-        saved = dict(os.environ)
-        os.environ.update(environment, **{CLAIMS_VARIABLE: str(record)})
-        try:
-            notebook = nbformat.read(path, as_version=4)
-            NotebookClient(
-                notebook,
-                timeout=3600,
-                kernel_name="python3",
-                resources={"metadata": {"path": str(path.parent)}},
-            ).execute()
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        lines = record.read_text().splitlines() if record.exists() else []
-    return [json.loads(line) for line in lines]
+def run_chapter(path, parameters):
+    """Execute the notebook at ``path`` with ``parameters`` (``{name:
+    value}``) set in a cell added after its ``parameters`` cell and
+    ``KEEP_GOING = True``; returns the claims it checked (``claim``,
+    ``detail``, ``held``)."""
+    notebook = nbformat.read(path, as_version=4)
+    tagged = [
+        i
+        for i, cell in enumerate(notebook.cells)
+        if "parameters" in cell.metadata.get("tags", [])
+    ]
+    if len(tagged) != 1:
+        raise ValueError(
+            f"{path.name} needs one cell tagged 'parameters', has "
+            f"{len(tagged)}"
+        )
+    settings = {**parameters, "KEEP_GOING": True}
+    injected = nbformat.v4.new_code_cell(
+        "\n".join(f"{name} = {value!r}" for name, value in settings.items())
+    )
+    injected.metadata["tags"] = ["injected-parameters"]
+    notebook.cells.insert(tagged[0] + 1, injected)
+    marker = "claims of the chapter:"
+    notebook.cells.append(
+        nbformat.v4.new_code_cell(
+            "import json\n"
+            f"print({marker!r}, json.dumps(chapter_claims.records, "
+            "default=str))"
+        )
+    )
+    NotebookClient(
+        notebook,
+        timeout=3600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
+    printed = "".join(
+        output.get("text", "") for output in notebook.cells[-1].outputs
+    )
+    return json.loads(printed.split(marker, 1)[1])
 
 
 def ch5_on_new_seeds(seeds, folder, device):
@@ -121,7 +144,13 @@ def layer_sizes(record):
 
 
 def compare(chapter, own, new):
-    """One row per claim: the two runs' claims matched in order."""
+    """One row per claim: the two runs' claims matched in order (``own``
+    None: the chapter's seeds were not run)."""
+    if own is None:
+        return [
+            dict(row, chapter_seeds="not run", held_on_chapter_seeds=None)
+            for row in compare(chapter, new, new)
+        ]
     if [c["claim"] for c in own] != [c["claim"] for c in new]:
         raise RuntimeError(
             f"Chapter {chapter} checked different claims on the new seeds; "
@@ -151,8 +180,14 @@ def main():
         help="skip the run on the chapter's own seeds (the tests run those)",
     )
     args = parser.parse_args()
-    seeds = parse_seeds(args.seeds)
-    chapters = [int(c) for c in args.chapters.split(",")]
+    try:
+        seeds = parse_seeds(args.seeds)
+        chapters = [int(c) for c in args.chapters.split(",")]
+    except ValueError as error:
+        parser.error(
+            f"--seeds {args.seeds!r} --chapters {args.chapters!r}: {error} "
+            "(chapters are numbers separated by commas, such as 4,5)"
+        )
     if not set(chapters) <= set(CHAPTERS):
         parser.error(f"--chapters: choose among {sorted(CHAPTERS)}")
     device = mha_lib.pick_device()
@@ -160,12 +195,12 @@ def main():
     rows = []
     work = Path(tempfile.mkdtemp(prefix="replicate-"))
     for chapter in chapters:
-        environment = {SEEDS_VARIABLE: args.seeds}
+        parameters = {"SEEDS": seeds}
         if chapter == 5:
             ch5_on_new_seeds(seeds, work, device)
-            environment = {"MHA_RESULTS": str(work)}
-        new = run_chapter(CHAPTERS[chapter], environment)
-        own = new if args.only_new else run_chapter(CHAPTERS[chapter], {})
+            parameters = {"RESULTS_FOLDER": str(work)}
+        new = run_chapter(CHAPTERS[chapter], parameters)
+        own = None if args.only_new else run_chapter(CHAPTERS[chapter], {})
         rows += compare(chapter, own, new)
     width = max(len(row["claim"]) for row in rows)
     for row in rows:

