@@ -87,3 +87,13 @@ def test_the_readme_commands_install_the_lock():
         c.startswith("python3 -m pip install -r requirements.lock && ")
         for c in installs
     ), f"the README's set-up should install requirements.lock: {installs}"
+
+
+def test_the_package_carries_its_licences():
+    """The code's licence in the metadata, and every licence file shipped."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT"
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    for pattern in project["license-files"]:
+        assert list(ROOT.glob(pattern)), pattern
+    assert "CC BY 4.0" in (ROOT / "LICENSES.md").read_text()
