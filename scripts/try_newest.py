@@ -9,13 +9,15 @@ would bring. Makes a new virtual environment, installs ``requirements.txt``
 there with PyTorch held at the lock's version (any other is a download of its
 own), so pip takes the newest release inside every other range, prints each
 package whose version differs from the lock, then runs pytest with that
-environment: by default the unit tests, without the chapters and the tests
-that build the book (minutes each). Prints the tests that failed; exits with
-pytest's status.
+environment in a copy of the repository's files (so nothing it writes, a
+book build included, lands in the repository): by default the unit tests,
+without the chapters and the tests that need the built book (minutes each).
+Prints the tests that failed; exits with pytest's status.
 """
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,10 +28,43 @@ from lock import freeze  # scripts/lock.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements.lock"
-# the tests that build the book or run the chapters: left out by default
-SLOW = ["test_build.py", "test_browser.py", "test_glue.py"]
-SLOW += ["test_notebooks.py"]
-UNIT_TESTS = ["tests", *(f"--ignore=tests/{name}" for name in SLOW)]
+# the fixtures of tests/conftest.py and tests/browsing.py that build the book
+BOOK = r"\b(book_build|built_book|english_pages|chinese_pages|site|opened)\b"
+
+
+def unit_tests():
+    """pytest's arguments for the tests that need no built book."""
+    needs_book = [
+        path.name
+        for path in sorted((ROOT / "tests").glob("test_*.py"))
+        if re.search(r"def test_\w+\([^)]*" + BOOK, path.read_text())
+    ]
+    return ["tests", *(f"--ignore=tests/{name}" for name in needs_book)]
+
+
+def copy_of_repository(folder):
+    """The repository's files (tracked, and untracked ones git does not
+    ignore) copied into ``folder``; returns it."""
+    listed = subprocess.run(
+        [
+            "git",
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\0")
+    for name in filter(None, listed):
+        source, target = ROOT / name, folder / name
+        if source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return folder
 
 
 def pins(lines):
@@ -55,9 +90,10 @@ def newest_environment(folder):
 
 
 def main():
-    arguments = sys.argv[1:] or UNIT_TESTS
+    arguments = sys.argv[1:] or unit_tests()
     with tempfile.TemporaryDirectory() as folder:
-        python = newest_environment(Path(folder))
+        python = newest_environment(Path(folder) / "venv")
+        copy = copy_of_repository(Path(folder) / "repository")
         frozen = freeze(python)
         locked, newest = pins(LOCK.read_text().splitlines()), pins(frozen)
         changed = sorted(
@@ -75,7 +111,7 @@ def main():
         }
         result = subprocess.run(
             [python, "-m", "pytest", "-q", "-rfE", *arguments],
-            cwd=ROOT,
+            cwd=copy,
             env=environment,
             capture_output=True,
             text=True,
