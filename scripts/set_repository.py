@@ -2,7 +2,9 @@
 scripts/set_repository.py URL
 
 Rewrites ``repository.url`` in ``_config.yml`` and the address the first cell
-of every notebook installs ``mha_lib`` from, and shows the buttons that open
+of every notebook installs ``mha_lib`` from (``REPOSITORY``, None while the
+address is the placeholder, so that no notebook names an address the course
+does not control), and shows the buttons that open
 the repository: Colab, Binder, the repository and its issues. They stay hidden
 while the address is ``PLACEHOLDER``, where no repository is published. The
 command checks that the address answers (``git ls-remote``) first; add
@@ -53,10 +55,21 @@ def set_repository(new_url, root=ROOT):
     if text != config.read_text():
         config.write_text(text)
         changed.append(config.relative_to(root))
+    # the notebooks install from the address only where one is published
+    line = "REPOSITORY = {}  # the course's published repository"
+    assigned = (
+        line.format(f'\\"{new_url}\\"') if shown else line.format("None")
+    )
     for path in sorted((root / "notebooks").glob("*.ipynb")):
         text = path.read_text()
-        if old_url in text:
-            path.write_text(text.replace(old_url, new_url))
+        written = re.sub(
+            r"REPOSITORY = [^\n]*?  # the course's published repository"
+            r"(: none yet)?",
+            lambda _: assigned + ("" if shown else ": none yet"),
+            text,
+        )
+        if written != text:
+            path.write_text(written)
             changed.append(path.relative_to(root))
     return old_url, changed
 

@@ -2,6 +2,7 @@
 puts tests/ on the path)."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,10 @@ DEVICES = ["cpu", pytest.param("cuda", marks=NO_GPU)]
 
 
 def extension(name):
-    """``book/_ext/<name>.py``, imported by its path."""
+    """``book/_ext/<name>.py``, imported by its path, its folder on the path
+    as Sphinx puts it (``local_extensions``), so it imports its siblings."""
+    if str(ROOT / "book" / "_ext") not in sys.path:
+        sys.path.insert(0, str(ROOT / "book" / "_ext"))
     path = ROOT / "book" / "_ext" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"book_ext_{name}", path)
     module = importlib.util.module_from_spec(spec)

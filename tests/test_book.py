@@ -53,8 +53,12 @@ def test_first_code_cell_installs_mha_lib_and_picks_device(
         if c["cell_type"] == "code"
     )
     url = config()["repository"]["url"]
-    assert f'REPOSITORY = "{url}"' in first, (
-        f"{path.name} installs from another address than _config.yml"
+    published = url != _set_repository().PLACEHOLDER
+    assert (
+        f'REPOSITORY = "{url}"' if published else "REPOSITORY = None"
+    ) in first, f"{path.name} installs from another address than _config.yml"
+    assert _set_repository().PLACEHOLDER not in path.read_text(), (
+        "no notebook names an address the course does not control"
     )
     assert "pick_device()" in first and "seed_everything(" in first
 
@@ -140,11 +144,7 @@ def test_download_installs_the_extras_of_the_chapter(path, tmp_path):
 
 
 def test_buttons_to_the_repository_show_only_for_a_real_address():
-    spec = importlib.util.spec_from_file_location(
-        "set_repository", ROOT / "scripts" / "set_repository.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _set_repository()
     settings = config()
     shown = settings["repository"]["url"] != module.PLACEHOLDER
     buttons = {
@@ -228,14 +228,20 @@ def test_answers_page_answers_every_question_with_evidence():
         ), f"{question} links no notebook"
 
 
-def test_set_repository_rewrites_config_and_notebooks(tmp_path):
-    import shutil
-
+def _set_repository():
+    """scripts/set_repository.py, imported by its path."""
     spec = importlib.util.spec_from_file_location(
         "set_repository", ROOT / "scripts" / "set_repository.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_set_repository_rewrites_config_and_notebooks(tmp_path):
+    import shutil
+
+    module = _set_repository()
     set_repository = module.set_repository
 
     shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
@@ -259,7 +265,14 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     shown = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert shown["launch_buttons"]["colab_url"], "a real address shows Colab"
     assert shown["html"]["use_repository_button"]
+    notebook = json.loads(
+        (tmp_path / "notebooks" / NOTEBOOKS[0].name).read_text()
+    )
+    first = "".join(notebook["cells"][1]["source"])
+    assert 'REPOSITORY = "https://github.com/someone/fork"' in first
     set_repository(module.PLACEHOLDER, root=tmp_path)
+    for path in (tmp_path / "notebooks").glob("*.ipynb"):
+        assert path.read_text() == (ROOT / "notebooks" / path.name).read_text()
     hidden = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert not hidden["launch_buttons"]["binderhub_url"]
     assert not hidden["html"]["use_issues_button"]
@@ -370,3 +383,11 @@ def test_a_chapter_shows_at_most_120_lines_of_code(path):
         and not FOLDED & set(cell["metadata"].get("tags", []))
     )
     assert shown <= 120, f"{path.name} shows {shown} lines of code"
+
+
+def test_no_page_loads_the_widgets_scripts_from_another_host():
+    """The README's build runs the notebooks itself and keeps the ipywidgets'
+    state, for which myst-nb would load scripts from CDNs (the test
+    command's build, from nbval's runs, holds no widget state): the book
+    loads none."""
+    assert config()["sphinx"]["config"]["nb_ipywidgets_js"] == {}

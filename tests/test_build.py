@@ -114,3 +114,33 @@ def test_the_download_carries_an_installable_mha_lib(english_pages, tmp_path):
     assert where.startswith(str(target)), f"imported from {where}"
     assert "ch5_experiment.json" in stored, f"stored results missing: {stored}"
     assert sentences == "1000", f"the treebank in the wheel: {sentences}"
+
+
+@pytest.mark.parametrize("edition", ["", "zh"])
+def test_every_download_is_a_plain_notebook_in_its_editions_language(
+    built_book, edition
+):
+    """A downloaded chapter shows numbers, not MyST: no glue, term, cite or
+    ref role and no directive fence is left in its Markdown; it opens with
+    how to run it; the Chinese edition's is in Chinese; no notebook names an
+    address the course does not control."""
+    root = built_book / edition  # once the build, downloads and all, is done
+    for chapter in CHAPTERS:
+        download = root / "_sources" / "notebooks" / f"{chapter}.ipynb"
+        text = download.read_text()
+        cells = json.loads(text)["cells"]
+        markdown = "\n".join(
+            "".join(c["source"]) for c in cells if c["cell_type"] == "markdown"
+        )
+        left = re.findall(r"\{(?:glue|term|cite|ref|doc)[\w:]*\}`", markdown)
+        left += re.findall(r"^(?:`{3,}|:{3,})\{", markdown, flags=re.M)
+        assert not left, f"{edition or 'en'} {chapter}: MyST left: {left}"
+        assert cells[0]["id"] == "how-to-run" and "Colab" in "".join(
+            cells[0]["source"]
+        )
+        assert "github.com/mha-answered" not in text
+        chinese = len(re.findall(r"[\u4e00-\u9fff]", markdown))
+        if edition:
+            assert chinese > len(markdown) / 10, f"zh {chapter}: not Chinese"
+        else:
+            assert chinese == 0, f"{chapter}: Chinese in the English download"

