@@ -27,8 +27,9 @@ _QuietHandler = _book_pdf._QuietHandler
 
 
 def chromium():
-    """The system Chromium's path, or None."""
-    return shutil.which("chromium") or shutil.which("chromium-browser")
+    """The Chromium the build prints the PDF with (the system's, else
+    Playwright's own), or None."""
+    return _book_pdf.find_chromium()
 
 
 def skip_without_a_browser():
@@ -39,10 +40,7 @@ def skip_without_a_browser():
         reason="Playwright is not installed (pip install playwright)",
     )
     if chromium() is None:
-        pytest.skip(
-            "no Chromium on PATH (Debian: apt-get install chromium)",
-            allow_module_level=True,
-        )
+        pytest.skip(_book_pdf.NO_CHROMIUM, allow_module_level=True)
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,10 @@ folded table, which prints open; the exercise solutions print in full under
 their label, controls of
 interactive figures are left out, and so is the text that tells how to use
 them (a page's ``{container} on-screen``). Nothing is executed again: the
-PDF shows the outputs of this build. Where neither Playwright nor a Chromium
-is installed the PDF is skipped with a message (the browser test is skipped
-there too).
+PDF shows the outputs of this build. The browser is the system's Chromium,
+else the one Playwright installed for itself (:func:`find_chromium`, which the
+tests use too); where there is none the build warns, and so fails under
+``--warningiserror``, with the command that installs one.
 """
 
 import functools
@@ -477,11 +478,12 @@ def print_pdf(html_path, pdf_path, outdir, titles):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     url = f"http://127.0.0.1:{port}/{html_path.relative_to(outdir).as_posix()}"
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
-                executable_path=chromium, headless=True, args=CHROMIUM_FLAGS
+                executable_path=find_chromium(),
+                headless=True,
+                args=CHROMIUM_FLAGS,
             )
             page = browser.new_page()
             page.goto(url, wait_until="load")
@@ -513,6 +515,32 @@ def print_pdf(html_path, pdf_path, outdir, titles):
     retitle_outline(pdf_path, titles)
 
 
+# what fixes a machine with no browser to print with, said by the build and
+# by the tests that skip for it
+NO_CHROMIUM = (
+    "no Chromium to print the PDF with: install one (Debian and Ubuntu: "
+    "apt-get install chromium; elsewhere: python3 -m playwright install "
+    "chromium)"
+)
+
+
+def find_chromium():
+    """The Chromium the PDF is printed with and the tests browse with: the
+    system's (``chromium`` or ``chromium-browser`` on the PATH), else the one
+    Playwright installed for itself; None where neither is there."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    try:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            own = playwright.chromium.executable_path
+    except Exception:  # no Playwright, or no driver for it
+        return None
+    return own if own and Path(own).is_file() else None
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -524,9 +552,13 @@ def _build_pdf(app, exception):
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
-        logger.info(
-            f"book_pdf: Playwright is not installed, {PDF_NAME} is not built"
+        logger.warning(
+            f"book_pdf: Playwright is not installed, so {PDF_NAME} cannot be "
+            "printed: python3 -m pip install -r requirements.lock"
         )
+        return
+    if find_chromium() is None:
+        logger.warning(f"book_pdf: {NO_CHROMIUM}")
         return
     outdir = Path(app.outdir)
     html_path = outdir / "_pdf" / "book.html"
@@ -547,11 +579,10 @@ def _build_pdf(app, exception):
     html_path.write_text(str(book), encoding="utf-8")
     try:
         print_pdf(html_path, outdir / PDF_NAME, outdir, headings(book))
-    # no browser to print with: the HTML book is still complete
-    except Exception as error:
-        logger.info(
-            f"book_pdf: {PDF_NAME} is not built ({type(error).__name__}: "
-            f"{error})"
+    except Exception as error:  # the HTML book is complete, the PDF not
+        logger.warning(
+            f"book_pdf: {PDF_NAME} could not be printed "
+            f"({type(error).__name__}: {error})"
         )
         return
     logger.info(f"book_pdf: wrote {PDF_NAME}")
