@@ -339,3 +339,23 @@ def test_contents_lines_set_no_space_between_chinese_words(book_pdf):
     assert (
         book_pdf._text(line) == "融合层就是逐头的图（重做第 3 章）, in English"
     )
+
+
+def test_the_pdf_button_gives_the_book(book_pdf):
+    buttons = [
+        {
+            "label": "download-buttons",
+            "buttons": [
+                {"type": "link", "label": "download-notebook-button"},
+                {
+                    "type": "javascript",
+                    "javascript": "window.print()",
+                    "label": "download-pdf-button",
+                },
+            ],
+        }
+    ]
+    book_pdf.book_pdf_button(buttons, "../mha-answered.pdf", "The book")
+    pdf = buttons[0]["buttons"][1]
+    assert pdf["type"] == "link" and pdf["url"] == "../mha-answered.pdf"
+    assert "javascript" not in pdf

@@ -588,7 +588,29 @@ def _build_pdf(app, exception):
     logger.info(f"book_pdf: wrote {PDF_NAME}")
 
 
+def book_pdf_button(buttons, url, tooltip):
+    """``buttons``, the theme's header buttons, with its ".pdf" download
+    (the browser printing the page in view) turned into a link to the
+    book's PDF at ``url``."""
+    for group in buttons:
+        for button in group.get("buttons", []):
+            if button.get("label") == "download-pdf-button":
+                button.update(type="link", url=url, tooltip=tooltip)
+                button.pop("javascript", None)
+    return buttons
+
+
+def _link_the_pdf(app, pagename, templatename, context, doctree):
+    if "header_buttons" in context and "pathto" in context:
+        chinese = (app.config.language or "en").startswith("zh")
+        tooltip = "整本书的 PDF" if chinese else "The whole book as a PDF"
+        url = context["pathto"](PDF_NAME, 1)
+        book_pdf_button(context["header_buttons"], url, tooltip)
+
+
 def setup(app):
+    # after the theme has added its buttons (priority 501)
+    app.connect("html-page-context", _link_the_pdf, priority=600)
     # late: after the other build-finished handlers, e.g. the one that copies
     # MathJax to _static
     app.connect("build-finished", _build_pdf, priority=900)
