@@ -16,9 +16,15 @@ pixels per inch.
 import io
 import struct
 
-import matplotlib
-import matplotlib.pyplot as plt
-from matplotlib.ticker import FuncFormatter, NullFormatter
+try:
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+except ModuleNotFoundError as error:  # the plot extra is not installed
+    raise ModuleNotFoundError(
+        "mha_lib.plotting draws with Matplotlib, which is not installed: "
+        "pip install 'mha-lib[plot]'"
+    ) from error
 
 from .spec import NAMED_KINDS
 

@@ -4,6 +4,7 @@ Student's t for a handful of seeds), and the choice of a learning rate from
 several seeds."""
 
 import math
+import numbers
 import statistics
 
 import torch
@@ -150,10 +151,20 @@ def wilson_interval(successes, trials, z=1.96):
     """The Wilson score interval of a proportion (95 % by default): ``(low,
     high)``. Sensible at 0 and at ``trials`` successes, unlike the normal
     approximation."""
+    for name, count in (("successes", successes), ("trials", trials)):
+        if isinstance(count, bool) or not isinstance(count, numbers.Integral):
+            raise TypeError(
+                f"{name} must be a whole number of seeds, got {count!r}"
+            )
     if trials <= 0 or not 0 <= successes <= trials:
         raise ValueError(
             "need 0 <= successes <= trials and trials > 0, got "
             f"{successes} and {trials}"
+        )
+    if not z > 0:
+        raise ValueError(
+            f"z must be a positive number of standard errors (1.96 for 95 %), "
+            f"got {z}"
         )
     p = successes / trials
     centre = (p + z**2 / (2 * trials)) / (1 + z**2 / trials)

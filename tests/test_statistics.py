@@ -164,3 +164,14 @@ def test_paired_t_interval_refuses_bad_input():
         student_t_quantile(1.5, 3)
     with pytest.raises(ValueError, match="df"):
         student_t_quantile(0.9, 0)
+
+
+def test_a_wilson_interval_refuses_what_is_not_a_count_or_a_positive_z():
+    from mha_lib.statistics import wilson_interval
+
+    with pytest.raises(ValueError, match="z must be a positive"):
+        wilson_interval(5, 10, z=-1.96)
+    with pytest.raises(TypeError, match="whole number"):
+        wilson_interval(2.5, 10)
+    with pytest.raises(TypeError, match="whole number"):
+        wilson_interval(True, 10)
