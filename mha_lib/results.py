@@ -60,7 +60,14 @@ def digest(record):
 
 
 def _write(path, record):
-    record = {**record, "sha256": digest(record)}
+    try:
+        record = {**record, "sha256": digest(record)}
+    except ValueError as error:  # json's "Out of range float values ..."
+        raise ValueError(
+            f"cannot store {path.name}: the results hold NaN or infinity, "
+            "which a results file (strict JSON) cannot; a training diverged? "
+            f"({error})"
+        ) from None
     path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
 
 
@@ -102,6 +109,9 @@ SHIPPED = {
     "ch4_models": (
         "bf0dbeff9946b6aa091fbf129a3bef074aad2d41c8f7d99587f2ea06ee11f323"
     ),
+    "ch5_budgets": (
+        "282cb4e93f7032d2c378647b53fcdaac88535e18003ec2bcbdd545f3b4c29397"
+    ),
     "ch5_experiment": (
         "b4c36cdaa56720e59d954c87b51a54ee85872965fcf24b08ef37188e2dc6d514"
     ),
@@ -118,7 +128,7 @@ SHIPPED = {
         "7ada1f64ab9790cb0cd9e9b98a5766640bde7ffb9c70a7ae7e9047da6a7cbb11"
     ),
     "replication": (
-        "c9508fb8e5fb95211380cce8dd45dff3005a4874a9601be27f1cf26aa16c4da0"
+        "6557dce0dbedcf15bbc12417f701d718f5692336e35daf6d94e1671850ca9f6f"
     ),
 }
 # the command that writes each shipped file again; the others are named
@@ -133,6 +143,33 @@ def command_of(name):
     """The command that writes results file ``name`` again (from this code,
     never from the file)."""
     return COMMANDS.get(name, f"python3 scripts/{name}.py")
+
+
+# the versions requirements.lock installs (tests/test_results.py checks them)
+LOCKED = {"python": "3.11", "torch": "2.13.0"}
+
+
+def provenance(record):
+    """One line on where a stored run ran: its command, wall time, device,
+    Python and PyTorch, and whether those versions are the lock's (a run
+    made with others says so)."""
+    where = record["environment"]
+    python, torch_version = where["python"], where["torch"]
+    others = [
+        f"{name} {version} (the lock: {LOCKED[name]})"
+        for name, version in (("python", python), ("torch", torch_version))
+        if not version.split("+")[0].startswith(LOCKED[name])
+    ]
+    versions = (
+        "made with other versions than the lock's: " + ", ".join(others)
+        if others
+        else f"Python {python}, torch {torch_version}, as locked"
+    )
+    return (
+        f"{record['command']}: {record['wall_seconds'] / 60:.0f} minutes on "
+        f"{where.get('device_name') or where['device']} "
+        f"({where['device']}); {versions}"
+    )
 
 
 class DamagedResults(ValueError):

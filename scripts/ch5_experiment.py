@@ -146,15 +146,16 @@ def short_runs(task_name, sizes, device):
     ]
 
 
-def long_runs(task_name, sizes, seeds, rates, device):
-    """600 steps; the loss on 256 fixed sequences every 25 steps: a curve."""
+def long_runs(task_name, sizes, seeds, rates, device, steps=LONG):
+    """600 steps (or ``steps``); the loss on 256 fixed sequences every 25
+    steps: a curve."""
     task = TASKS[task_name]
     rates = rates if isinstance(rates, list) else [rates] * len(seeds)
     runs = train_seeds(
         task,
         seeds=seeds,
         lr=rates,
-        steps=LONG,
+        steps=steps,
         batch_size=BATCH,
         device=device,
         record_every=CURVE_EVERY,

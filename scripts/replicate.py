@@ -9,9 +9,11 @@ and prints one line per claim: the claim, its value on the chapter's seeds,
 its value on the new seeds, and ``held`` or ``FAILED``. It exits with status 1
 if any claim failed on either. Chapter 4 trains its models in the notebook, so
 the new seeds go to it as ``SEEDS``. Chapter 5 reads its long runs from
-``mha_lib/results/ch5_experiment.json``: here every layer of those runs is
+``mha_lib/results/ch5_experiment.json`` and ``ch5_budgets.json``: here every
+layer of those runs, and every wide layer at its budget of equal FLOPs, is
 trained again on the new seeds, at the learning rate the stored tuning seeds
-chose, by ``scripts/ch5_experiment.py``'s own functions, and the chapter reads
+chose, by ``scripts/ch5_experiment.py``'s and ``ch5_budgets.py``'s own
+functions, and the chapter reads
 them from a copy of the file (``RESULTS_FOLDER``) in which they replace the
 reported seeds. Those trainings are kept in a partial file, so a run that
 stops resumes. Settings reach a chapter in the open: a cell with their values
@@ -44,7 +46,8 @@ from mha_lib.replication import parse_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-import ch5_experiment  # noqa: E402  (the long runs' own code and settings)
+import ch5_budgets  # noqa: E402  (the long runs' own code and settings)
+import ch5_experiment  # noqa: E402
 
 CHAPTERS = {
     4: ROOT / "notebooks" / "04_heads_differ.ipynb",
@@ -125,6 +128,20 @@ def ch5_on_new_seeds(seeds, folder, device):
     results.save(
         "ch5_experiment",
         data,
+        device=device,
+        seconds=parts.seconds,
+        folder=folder,
+    )
+    # the comparison at equal FLOPs: each budget at the rate its tuning seeds
+    # chose, the new seeds trained to it
+    budgets = results.load("ch5_budgets")["data"]
+    budgets["settings"] = dict(budgets["settings"], reported_seeds=seeds)
+    budgets["budgets"] = ch5_budgets.budgets(
+        stored["data"]["long"], seeds, device, parts
+    )
+    results.save(
+        "ch5_budgets",
+        budgets,
         device=device,
         seconds=parts.seconds,
         folder=folder,

@@ -163,3 +163,30 @@ def test_a_gathered_run_records_where_its_parts_ran(tmp_path):
     )
     record = results.load("run", folder=tmp_path)
     assert record["environment"] == elsewhere
+
+
+def test_a_stored_run_says_whether_it_ran_with_the_locked_versions():
+    from support import ROOT
+
+    lock = (ROOT / "requirements.lock").read_text()
+    assert f"torch=={results.LOCKED['torch']}" in lock
+    record = {
+        "command": "python3 scripts/x.py",
+        "wall_seconds": 120,
+        "environment": {
+            "device": "cpu",
+            "python": "3.11.7",
+            "torch": "2.13.0+cpu",
+        },
+    }
+    assert "as locked" in results.provenance(record)
+    record["environment"].update(python="3.12.3", torch="2.11.0+cu130")
+    line = results.provenance(record)
+    assert "other versions than the lock's" in line
+    assert "torch 2.11.0+cu130 (the lock: 2.13.0)" in line
+    assert "python 3.12.3 (the lock: 3.11)" in line
+
+
+def test_a_result_with_nan_is_refused_with_a_clear_message(tmp_path):
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        saved(tmp_path, {"loss": float("nan")})
