@@ -144,3 +144,20 @@ def test_every_download_is_a_plain_notebook_in_its_editions_language(
             assert chinese > len(markdown) / 10, f"zh {chapter}: not Chinese"
         else:
             assert chinese == 0, f"{chapter}: Chinese in the English download"
+
+
+def test_no_page_loads_a_script_or_a_style_from_another_host(built_book):
+    """Read in the HTML of every page of both editions: no script or style
+    sheet comes from another host (a widget's state would bring require.js
+    and the widgets' manager from CDNs; the browser test opens the pages
+    too, this reads every one)."""
+    remote = re.compile(
+        r"<(?:script[^>]*\ssrc|link[^>]*\shref)=\"(?:https?:)?//[^\"]+\"",
+        flags=re.I,
+    )
+    found = {}
+    for page in built_book.rglob("*.html"):
+        hits = remote.findall(page.read_text(errors="replace"))
+        if hits:
+            found[str(page.relative_to(built_book))] = hits[:2]
+    assert not found, f"pages that load from another host: {found}"
