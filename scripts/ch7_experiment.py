@@ -146,6 +146,17 @@ def train(corpus, validation, spec, num_layers, seeds, rates, device, steps):
     return runs, records
 
 
+def curves(corpus, validation, name, seeds, rates, device, steps):
+    """Variant ``name`` trained on ``seeds`` at ``rates`` for ``steps``: one
+    record per run with its held-out curve only (the runs beyond the grid
+    keep no training loss)."""
+    spec, num_layers, _ = variants()[name]
+    _, records = train(
+        corpus, validation, spec, num_layers, seeds, rates, device, steps
+    )
+    return [{k: v for k, v in r.items() if k != "train"} for r in records]
+
+
 def run_variant(corpus, validation, spec, num_layers, device):
     """Every seed at every rate, together: one record per run, the chosen rate
     (seed 0's best) and the models of seeds 1 to 5 at it."""

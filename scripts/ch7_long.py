@@ -11,14 +11,7 @@ it, and is reported nowhere; seeds 1 to 5 train at seed 0's best. A run that
 stops resumes: finished variants are kept in a partial file and skipped.
 """
 
-from ch7_experiment import (
-    CONTEXT,
-    EVERY,
-    SEEDS,
-    TUNING_SEED,
-    train,
-    variants,
-)
+from ch7_experiment import CONTEXT, EVERY, SEEDS, TUNING_SEED, curves
 
 import mha_lib
 from mha_lib import results
@@ -36,25 +29,12 @@ def main():
         v["variant"]: v
         for v in results.load("ch7_experiment")["data"]["variants"]
     }
-    table = variants()
     parts = results.Parts("ch7_long")
 
     def train_long(name, seeds, rates):
-        spec, num_layers, _ = table[name]
-        _, records = train(
-            corpus,
-            validation,
-            spec,
-            num_layers,
-            seeds,
-            rates,
-            device,
-            LONG_STEPS,
+        return curves(
+            corpus, validation, name, seeds, rates, device, LONG_STEPS
         )
-        # the held-out curves only: the long runs do not keep training loss
-        return [
-            {key: v for key, v in r.items() if key != "train"} for r in records
-        ]
 
     def run(name):
         around = short[name]["chosen_lr"]

@@ -26,7 +26,7 @@ import itertools
 import statistics
 
 import torch
-from ch7_experiment import SEEDS, TUNING_SEED, train, variants
+from ch7_experiment import SEEDS, TUNING_SEED, curves
 
 import mha_lib
 from mha_lib import results
@@ -95,7 +95,6 @@ def main():
     grid = results.load("ch7_experiment")["data"]
     rates = grid["settings"]["rates"]
     stored = {v["variant"]: v["runs"] for v in grid["variants"]}
-    table = variants()
     parts = results.Parts("ch7_powered")
     blocks = [
         NEW_SEEDS[i : i + BLOCK] for i in range(0, len(NEW_SEEDS), BLOCK)
@@ -111,20 +110,9 @@ def main():
     plan.sort(key=lambda p: p[1] != first[p[0]])
 
     def run(name, lr, block):
-        spec, num_layers, _ = table[name]
-        _, records = train(
-            corpus,
-            validation,
-            spec,
-            num_layers,
-            block,
-            [lr] * len(block),
-            device,
-            1500,
+        return curves(
+            corpus, validation, name, block, [lr] * len(block), device, 1500
         )
-        return [
-            {key: v for key, v in r.items() if key != "train"} for r in records
-        ]
 
     if args.worker is not None:
         for name, lr, block in plan[args.worker :: args.workers]:
