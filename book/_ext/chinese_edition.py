@@ -251,6 +251,8 @@ LABELS = {
     "Hide the checks": "隐藏检验代码",
     "Show the set-up": "显示准备代码",
     "Hide the set-up": "隐藏准备代码",
+    "Show the settings": "显示设置",
+    "Hide the settings": "隐藏设置",
     "Show the plotting code": "显示绘图代码",
     "Hide the plotting code": "隐藏绘图代码",
     "Solution": "答案",
