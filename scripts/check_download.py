@@ -16,7 +16,8 @@ text) fetch those packages from PyPI. Prints one line per chapter.
 
 With ``--oldest`` the environment holds the oldest releases ``pyproject.toml``
 allows of NumPy, Matplotlib and ipywidgets (the newest patch of each lower
-bound's minor release, the first that installs on this Python), so a chapter
+bound's minor release, the first that installs on this Python) and the inline
+backend of their time (matplotlib-inline 0.1), so a chapter
 is also checked with what an older Colab image has. PyTorch stays at the
 lock's version: older builds are downloads of several GB.
 """
@@ -84,7 +85,10 @@ def oldest_allowed():
         found = re.fullmatch(r"([\w-]+)>=(\d+)\.(\d+)[^,]*(,.*)?", requirement)
         if found and found[1] in ("numpy", "matplotlib", "ipywidgets"):
             lowest[found[1]] = f"{found[1]}=={found[2]}.{found[3]}.*"
-    return [lowest.get(name, name) for name in PREINSTALLED]
+    # and the inline backend of their time: matplotlib-inline 0.2 calls an
+    # API that Matplotlib added after 3.6
+    packages = [lowest.get(name, name) for name in PREINSTALLED]
+    return packages + ["matplotlib-inline==0.1.*"]
 
 
 def fresh_environment(folder, packages=PREINSTALLED):
