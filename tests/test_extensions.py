@@ -359,3 +359,19 @@ def test_the_pdf_button_gives_the_book(book_pdf):
     pdf = buttons[0]["buttons"][1]
     assert pdf["type"] == "link" and pdf["url"] == "../mha-answered.pdf"
     assert "javascript" not in pdf
+
+
+def test_without_a_system_chromium_the_pdf_has_playwrights_or_none(
+    book_pdf, monkeypatch
+):
+    """The build and the browser tests ask the same function; with no
+    Chromium on the PATH it answers Playwright's own browser, if installed,
+    else None (and the build then warns with the command that installs
+    one)."""
+    from pathlib import Path
+
+    monkeypatch.setattr(book_pdf.shutil, "which", lambda name: None)
+    found = book_pdf.find_chromium()
+    assert found is None or Path(found).is_file()
+    assert "apt-get install chromium" in book_pdf.NO_CHROMIUM
+    assert "playwright install chromium" in book_pdf.NO_CHROMIUM
