@@ -150,9 +150,9 @@ LOCKED = {"python": "3.11", "torch": "2.13.0"}
 
 
 def provenance(record):
-    """One line on where a stored run ran: its command, wall time, device,
-    Python and PyTorch, and whether those versions are the lock's (a run
-    made with others says so)."""
+    """Where a stored run ran, in lines that fit the code column: its
+    command, wall time and device, then its Python and PyTorch and whether
+    those are the lock's versions (a run made with others says so)."""
     where = record["environment"]
     python, torch_version = where["python"], where["torch"]
     others = [
@@ -161,14 +161,14 @@ def provenance(record):
         if not version.split("+")[0].startswith(LOCKED[name])
     ]
     versions = (
-        "made with other versions than the lock's: " + ", ".join(others)
+        "made with other versions than the lock's:\n  " + "\n  ".join(others)
         if others
         else f"Python {python}, torch {torch_version}, as locked"
     )
     return (
         f"{record['command']}: {record['wall_seconds'] / 60:.0f} minutes on "
         f"{where.get('device_name') or where['device']} "
-        f"({where['device']}); {versions}"
+        f"({where['device']})\n{versions}"
     )
 
 
