@@ -542,3 +542,31 @@ def test_empty_batches_and_sequences_give_empty_outputs_like_torch(
     if kind != "chunked":
         expected, _ = reference(query, key, value)
         torch.testing.assert_close(output, expected, atol=ATOL, rtol=0)
+
+
+def test_a_row_masked_in_one_head_only_is_dead_in_that_head_alone():
+    """A per-head attn_mask that blocks a whole query row of one head: that
+    head's row attends to nothing (zero weights, zero contribution), the
+    other heads' same row attends as usual, and the per-head layer agrees
+    with the fused one."""
+    from mha_lib import MultiHeadAttention, to_per_head
+
+    torch.manual_seed(0)
+    batch, n, d, h = 2, 5, 16, 4
+    fused = MultiHeadAttention(d, h).eval()
+    per_head = to_per_head(fused).eval()
+    x = torch.randn(batch, n, d)
+    mask = torch.zeros(batch * h, n, n, dtype=torch.bool)
+    mask[1, 2, :] = True  # batch 0, head 1, query 2
+    mask[h + 3, 0, :] = True  # batch 1, head 3, query 0
+    out_fused, w_fused = fused(x, attn_mask=mask, need_weights=True)
+    out_heads, w_heads = per_head(x, attn_mask=mask, need_weights=True)
+    torch.testing.assert_close(out_heads, out_fused, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(w_heads, w_fused, atol=1e-5, rtol=1e-5)
+    for weights in (w_fused, w_heads):
+        assert weights[0, 1, 2].abs().sum() == 0
+        assert weights[1, 3, 0].abs().sum() == 0
+        for head in (0, 2, 3):  # the same row, other heads: a distribution
+            torch.testing.assert_close(
+                weights[0, head, 2].sum(), torch.tensor(1.0)
+            )
