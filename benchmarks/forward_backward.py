@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 import mha_lib
-from mha_lib.timing import summarize, time_interleaved
+from mha_lib.course.timing import summarize, time_interleaved
 
 
 class SelfAttention(nn.Module):

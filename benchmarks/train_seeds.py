@@ -1,5 +1,5 @@
-"""Time training seeds together (mha_lib.training.train_seeds) against one
-after another.
+"""Time training seeds together (mha_lib.course.training.train_seeds) against
+one after another.
 
 Chapter 5's task, model and training (OffsetCopy offsets (1, 2, 4, 7), seq 16,
 d_in 4; d_model 32, 8 heads; lr 1e-2, 250 steps of 32). For 1, 5 and 20
@@ -17,9 +17,9 @@ member together (how the cost grows with members).
 import argparse
 
 import mha_lib
-from mha_lib.tasks import OffsetCopy
-from mha_lib.timing import summarize, time_round_robin
-from mha_lib.training import train_from_seed, train_seeds
+from mha_lib.course.tasks import OffsetCopy
+from mha_lib.course.timing import summarize, time_round_robin
+from mha_lib.course.training import train_from_seed, train_seeds
 
 TASK = OffsetCopy(offsets=(1, 2, 4, 7), seq_len=16, d_in=4)
 SIZES = dict(d_model=32, num_heads=8)

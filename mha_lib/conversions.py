@@ -137,15 +137,7 @@ def to_per_head(layer):
             f"size); got {layer.extra_repr()}"
         )
     has_bias = layer.q_proj.bias is not None
-    per_head = PerHeadAttention(
-        layer.d_model,
-        layer.num_heads,
-        head_dim=layer.head_dim,
-        bias=has_bias,
-        scale=layer.spec.scale,
-        dropout=layer.spec.dropout,
-    )
-    per_head = _like(per_head, layer)
+    per_head = _like(PerHeadAttention(layer.spec), layer)
     for name in ("q_proj", "k_proj", "v_proj"):
         fused = getattr(layer, name)
         # head_dim rows per head
@@ -175,15 +167,7 @@ def to_fused(per_head):
     back into one layer."""
     check_instance(per_head, PerHeadAttention, "to_fused")
     has_bias = per_head.out_bias is not None
-    layer = MultiHeadAttention(
-        per_head.d_model,
-        per_head.num_heads,
-        head_dim=per_head.head_dim,
-        bias=has_bias,
-        scale=per_head.spec.scale,
-        dropout=per_head.spec.dropout,
-    )
-    layer = _like(layer, per_head)
+    layer = _like(MultiHeadAttention(per_head.spec), per_head)
     for name in ("q_proj", "k_proj", "v_proj"):
         parts = [getattr(head, name) for head in per_head.heads]
         _copy(

@@ -1,14 +1,16 @@
 """The attention layers: fused (the paper's and PyTorch's), chunked, and one
 module per head.
 
-``MultiHeadAttention`` is the standard layer: one Linear per projection,
-reshaped into heads (``head_dim=d_model`` gives the wide layer,
+``MultiHeadAttention`` is the standard layer: one ``nn.Linear`` per
+projection, reshaped into heads (``head_dim=d_model`` gives the wide layer,
 ``num_kv_heads`` grouped-query attention). ``ChunkedAttention`` is the layer
 Bloem (2019) called "narrow": each head reads only its own chunk of the input.
-Both take their sizes from one :class:`~mha_lib.spec.AttentionSpec`.
 ``PerHeadAttention`` is the drawing in the blog posts, literally a sum of
 ``AttentionHead`` modules; :mod:`mha_lib.conversions` moves weights between it
-and the fused layer.
+and the fused layer. Every layer is made from its sizes,
+``MultiHeadAttention(64, 8, head_dim=64)``, or from an
+:class:`~mha_lib.spec.AttentionSpec`, ``MultiHeadAttention(spec)``; the sizes
+are the spec's fields, declared there once.
 """
 
 from typing import NamedTuple, Optional
@@ -16,91 +18,48 @@ from typing import NamedTuple, Optional
 import torch
 from torch import nn
 
-from .attention import attend, build_mask, check_inputs
-from .checks import check_positive_int, check_tensor
+from .attention import attend, build_mask, check_head_mask, check_inputs
 from .spec import AttentionSpec
-from .stacking import Linear
 
 
-class HeadWeights(NamedTuple):
-    """A layer's weights with the heads first, in the paper's (in, out) order.
+def layer_for(spec):
+    """The module a spec describes: a :class:`ChunkedAttention` or a
+    :class:`MultiHeadAttention`."""
+    return (ChunkedAttention if spec.chunked else MultiHeadAttention)(spec)
 
-    ``W_Q``, ``W_K``: ``(heads, reads, head_dim)``; ``W_V``: ``(heads, reads,
-    value_dim)``; ``W_O``: ``(heads, value_dim, d_model)``; biases ``(heads,
-    size)`` or ``None``. ``reads`` is ``d_model``, or the chunk size of a
-    chunked layer. Key and value weights have ``num_kv_heads`` heads. These are
-    views: writing into them changes the layer.
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention, batch-first: the standard layer, and its wide and
+    grouped variants.
+
+    The sizes are :class:`~mha_lib.spec.AttentionSpec`'s: ``head_dim=None``
+    gives the standard layer (``d_model // num_heads``); ``head_dim=d_model``
+    the wide layer; ``num_kv_heads`` < ``num_heads`` grouped-query attention
+    (1: multi-query). ``value_dim`` (default ``head_dim``) sizes the values
+    apart from the queries and keys. ``scale`` replaces the logits' factor
+    ``1 / sqrt(head_dim)``; ``dropout`` drops attention weights in training.
     """
 
-    W_Q: torch.Tensor
-    W_K: torch.Tensor
-    W_V: torch.Tensor
-    W_O: torch.Tensor
-    b_Q: Optional[torch.Tensor]
-    b_K: Optional[torch.Tensor]
-    b_V: Optional[torch.Tensor]
-
-
-class _Heads(nn.Module):
-    """What every multi-head layer shares: its spec, its sizes and the head
-    mask check."""
-
-    def __init__(self, spec):
+    def __init__(self, d_model, num_heads=None, **sizes):
         super().__init__()
-        self.spec = spec
-        self.d_model, self.num_heads = spec.d_model, spec.num_heads
-        self.head_dim, self.value_dim = spec.head_dim, spec.value_dim
-        self.num_kv_heads = spec.num_kv_heads
-
-    def extra_repr(self):
-        text = (
-            f"d_model={self.d_model}, num_heads={self.num_heads}, "
-            f"head_dim={self.head_dim}, num_kv_heads={self.num_kv_heads}"
-        )
-        return text + (
-            f", value_dim={self.value_dim}"
-            if self.value_dim != self.head_dim
-            else ""
-        )
-
-    def _check_inputs(self, query, key, value):
-        dtype = next(self.parameters()).dtype  # every weight has one dtype
-        return check_inputs(query, key, value, self.d_model, dtype)
-
-    def _check_head_mask(self, head_mask, like):
-        if head_mask is None:
-            return None
-        check_tensor("head_mask", head_mask)
-        if head_mask.shape != (self.num_heads,):
-            raise ValueError(
-                "head_mask must have shape (num_heads,) = "
-                f"({self.num_heads},), "
-                f"got {tuple(head_mask.shape)}"
-            )
-        return head_mask.to(dtype=like.dtype, device=like.device)
-
-    def _masks(self, query, key, attn_mask, key_padding_mask, is_causal):
-        return build_mask(
-            attn_mask,
-            key_padding_mask,
-            is_causal,
-            batch=query.shape[0],
-            num_heads=self.num_heads,
-            n_query=query.shape[1],
-            n_key=key.shape[1],
-            dtype=query.dtype,
-            device=query.device,
-        )
-
-
-class _FusedAttention(_Heads):
-    """The forward pass of the fused layers: project, attend per head,
-    concatenate, project."""
+        self.spec = spec = _spec(d_model, num_heads, sizes, chunked=False)
+        q_width, k_width, v_width, concat_width = spec.widths
+        self.q_proj = nn.Linear(spec.d_model, q_width, bias=spec.bias)
+        self.k_proj = nn.Linear(spec.d_model, k_width, bias=spec.bias)
+        self.v_proj = nn.Linear(spec.d_model, v_width, bias=spec.bias)
+        self.out_proj = nn.Linear(concat_width, spec.d_model, bias=spec.bias)
 
     def project(self, query, key=None, value=None):
         """``(q, k, v)``, each ``(batch, heads, seq, size)``; k and v have
-        ``num_kv_heads``."""
-        raise NotImplementedError
+        ``num_kv_heads`` heads."""
+        key = query if key is None else key
+        value = key if value is None else value
+        spec = self.spec
+        # (batch, seq, heads * size) -> (batch, heads, seq, size)
+        q = self.q_proj(query).unflatten(-1, (spec.num_heads, -1))
+        k = self.k_proj(key).unflatten(-1, (spec.num_kv_heads, -1))
+        v = self.v_proj(value).unflatten(-1, (spec.num_kv_heads, -1))
+        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
     def forward(
         self,
@@ -122,111 +81,70 @@ class _FusedAttention(_Heads):
         ``head_mask`` of shape ``(num_heads,)`` scales each head's output
         before the output projection.
         """
-        query, key, value = self._check_inputs(query, key, value)
-        masks = self._masks(query, key, attn_mask, key_padding_mask, is_causal)
-        head_mask = self._check_head_mask(head_mask, query)
+        spec = self.spec
+        query, key, value = check_inputs(
+            query, key, value, spec.d_model, self.out_proj.weight.dtype
+        )
+        masks = build_mask(
+            attn_mask, key_padding_mask, is_causal, query, key, spec.num_heads
+        )
         q, k, v = self.project(query, key, value)
-        heads, weights = attend(
+        heads, weights = attend(  # (batch, heads, n_query, value_dim)
             q,
             k,
             v,
             *masks,
-            scale=self.spec.logit_scale,
-            dropout=self.spec.dropout if self.training else 0.0,
+            scale=spec.logit_scale,
+            dropout=spec.dropout if self.training else 0.0,
             need_weights=need_weights,
         )
         if head_mask is not None:
-            heads = heads * head_mask.view(1, -1, 1, 1)
-        batch, num_heads, n_query, value_dim = heads.shape
+            head_mask = check_head_mask(head_mask, num_heads=spec.num_heads)
+            heads = heads * head_mask.to(heads)[:, None, None]  # (h, 1, 1)
         # (batch, heads, n_query, value_dim) -> (batch, n_query, heads *
-        # value_dim); the width is given, as -1 is ambiguous for 0 elements
-        concat = heads.transpose(1, 2).reshape(
-            batch, n_query, num_heads * value_dim
-        )
+        # value_dim)
+        concat = heads.transpose(1, 2).flatten(2)
         return self.out_proj(concat), weights
 
+    def extra_repr(self):
+        return _sizes(self.spec)
 
-class MultiHeadAttention(_FusedAttention):
-    """Multi-head attention, batch-first: the standard layer, and its wide and
-    grouped variants.
+    @property
+    def d_model(self):
+        return self.spec.d_model
 
-    ``head_dim=None`` gives the standard layer (``d_model // num_heads``);
-    ``head_dim=d_model`` the wide layer; ``num_kv_heads`` < ``num_heads``
-    grouped-query attention (1: multi-query). ``value_dim`` (default
-    ``head_dim``) sizes the values apart from the queries and keys, so the two
-    paths through a head can be widened or shrunk one at a time. ``scale``
-    replaces the logits' factor ``1 / sqrt(head_dim)``; ``dropout`` drops
-    attention weights in training.
-    """
+    @property
+    def num_heads(self):
+        return self.spec.num_heads
 
-    def __init__(
-        self,
-        d_model,
-        num_heads,
-        *,
-        head_dim=None,
-        value_dim=None,
-        num_kv_heads=None,
-        bias=True,
-        scale=None,
-        dropout=0.0,
-    ):
-        spec = AttentionSpec(
-            d_model,
-            num_heads,
-            head_dim=head_dim,
-            value_dim=value_dim,
-            num_kv_heads=num_kv_heads,
-            bias=bias,
-            scale=scale,
-            dropout=dropout,
-        )
-        super().__init__(spec)
-        q_width, k_width, v_width, concat_width = spec.widths
-        self.q_proj = Linear(d_model, q_width, bias=bias)
-        self.k_proj = Linear(d_model, k_width, bias=bias)
-        self.v_proj = Linear(d_model, v_width, bias=bias)
-        self.out_proj = Linear(concat_width, d_model, bias=bias)
+    @property
+    def head_dim(self):
+        return self.spec.head_dim
 
-    @staticmethod
-    def _split(projected, heads):
-        batch, seq, width = projected.shape
-        # (batch, seq, heads * size) -> (batch, heads, seq, size)
-        return projected.view(batch, seq, heads, width // heads).transpose(
-            1, 2
-        )
+    @property
+    def value_dim(self):
+        return self.spec.value_dim
 
-    def project(self, query, key=None, value=None):
-        key = query if key is None else key
-        value = key if value is None else value
-        q = self._split(self.q_proj(query), self.num_heads)
-        k = self._split(self.k_proj(key), self.num_kv_heads)
-        v = self._split(self.v_proj(value), self.num_kv_heads)
-        return q, k, v
+    @property
+    def num_kv_heads(self):
+        return self.spec.num_kv_heads
 
     def head_weights(self):
-        """The weights, heads first: a :class:`HeadWeights` of views.
-
-        Stacked parameters (:mod:`mha_lib.stacking`) keep their members axis
-        first: ``W_Q`` is then ``(members, heads, d_model, head_dim)``.
-        """
+        """The weights, heads first: a :class:`HeadWeights` of views."""
         heads, kv_heads = self.num_heads, self.num_kv_heads
 
         def by_head(linear, count):  # (count * size, d) -> (count, d, size)
             return linear.weight.unflatten(-2, (count, -1)).transpose(-2, -1)
 
-        def bias_of(linear, count):
+        def bias_of(linear, count):  # (count * size,) -> (count, size)
             bias = linear.bias
             return None if bias is None else bias.unflatten(-1, (count, -1))
 
-        # W_O is stored (d_model, heads * value_dim): head i owns a block of
-        # columns; (d, heads, value_dim) -> (heads, value_dim, d)
-        w_o = self.out_proj.weight.unflatten(-1, (heads, -1)).movedim(-3, -1)
         return HeadWeights(
             by_head(self.q_proj, heads),
             by_head(self.k_proj, kv_heads),
             by_head(self.v_proj, kv_heads),
-            w_o,  # (heads, value_dim, d_model)
+            _output_blocks(self.out_proj, heads),
             bias_of(self.q_proj, heads),
             bias_of(self.k_proj, kv_heads),
             bias_of(self.v_proj, kv_heads),
@@ -235,12 +153,10 @@ class MultiHeadAttention(_FusedAttention):
 
 class ChunkedLinear(nn.Module):
     """``num_heads`` independent Linear maps, map i reading only chunk i of the
-    features.
+    features: a Linear(d, d) whose weight is block-diagonal.
 
     ``weight``: ``(num_heads, chunk, chunk)`` in PyTorch's (out, in) order per
-    head. Equivalent to a Linear(d, d) whose weight is block-diagonal. Like
-    :mod:`mha_lib.stacking`'s modules it also runs with weights stacked for
-    several members, ``(members, num_heads, chunk, chunk)``.
+    head.
     """
 
     def __init__(self, num_heads, chunk, bias=True):
@@ -257,46 +173,35 @@ class ChunkedLinear(nn.Module):
     def forward(self, x):
         """``(batch, seq, heads * chunk)`` -> ``(batch, heads, seq,
         chunk)``."""
-        *_, heads, chunk, _ = self.weight.shape
-        weight, bias = self.weight, self.bias
-        members = weight.shape[0] if weight.dim() == 4 else 1
-        if weight.dim() == 3:
-            weight = weight.unsqueeze(0)
-            bias = None if bias is None else bias.unsqueeze(0)
-        batch, seq, _ = x.shape
-        # (members * batch, seq, heads * chunk) -> (members, batch, seq, heads,
-        # chunk)
-        chunks = x.view(members, batch // members, seq, heads, chunk)
-        # Stored in (seq, heads) order, the memory layout of the standard
-        # layer's projections, and returned as a transposed view: attention's
-        # output then comes back in (seq, heads) order too, and concatenating
-        # the heads for W_O keeps no extra copy for backward.
-        out = torch.einsum("mbshi,mhoi->mbsho", chunks, weight).contiguous()
-        if bias is not None:
-            out = out + bias[:, None, None, :, :]
-        # (members * batch, seq, heads, chunk) -> (..., heads, seq, chunk)
-        return out.flatten(0, 1).transpose(1, 2)
+        chunks = x.unflatten(-1, self.weight.shape[:2])  # (b, s, heads, chunk)
+        # Computed in (seq, heads) order, the standard layer's memory layout,
+        # and returned as a transposed view, so that concatenating the heads
+        # for W_O keeps no extra copy for backward.
+        out = torch.einsum("bshi,hoi->bsho", chunks, self.weight).contiguous()
+        if self.bias is not None:
+            out = out + self.bias
+        return out.transpose(1, 2)
 
 
-class ChunkedAttention(_FusedAttention):
+class ChunkedAttention(MultiHeadAttention):
     """Bloem's (2019) "narrow" layer: head i reads only features ``i*d/h ..
     (i+1)*d/h``.
 
     Each head has its own ``(d/h x d/h)`` query, key and value maps, then one
     full output projection ``W_O`` (d x d) mixes the heads, as in the standard
     layer. Its q/k/v projections hold ``3 d^2 / h`` weights instead of ``3
-    d^2``.
+    d^2``. The forward pass is the standard layer's; only :meth:`project`
+    differs.
     """
 
-    def __init__(self, d_model, num_heads, *, bias=True, dropout=0.0):
-        spec = AttentionSpec(
-            d_model, num_heads, chunked=True, bias=bias, dropout=dropout
-        )
-        super().__init__(spec)
-        self.q_proj = ChunkedLinear(num_heads, self.head_dim, bias)
-        self.k_proj = ChunkedLinear(num_heads, self.head_dim, bias)
-        self.v_proj = ChunkedLinear(num_heads, self.head_dim, bias)
-        self.out_proj = Linear(d_model, d_model, bias=bias)
+    def __init__(self, d_model, num_heads=None, **sizes):
+        nn.Module.__init__(self)
+        self.spec = spec = _spec(d_model, num_heads, sizes, chunked=True)
+        heads, chunk, bias = spec.num_heads, spec.head_dim, spec.bias
+        self.q_proj = ChunkedLinear(heads, chunk, bias)
+        self.k_proj = ChunkedLinear(heads, chunk, bias)
+        self.v_proj = ChunkedLinear(heads, chunk, bias)
+        self.out_proj = nn.Linear(spec.d_model, spec.d_model, bias=bias)
 
     def project(self, query, key=None, value=None):
         key = query if key is None else key
@@ -307,14 +212,37 @@ class ChunkedAttention(_FusedAttention):
         """The weights, heads first: a :class:`HeadWeights` of views (``reads``
         = chunk)."""
         projections = (self.q_proj, self.k_proj, self.v_proj)
-        heads = self.num_heads
-        w_o = self.out_proj.weight.unflatten(-1, (heads, -1)).movedim(-3, -1)
         return HeadWeights(
-            # (heads, in, out)
+            # (heads, out, in) -> (heads, in, out)
             *(p.weight.transpose(-2, -1) for p in projections),
-            w_o,
+            _output_blocks(self.out_proj, self.num_heads),
             *(p.bias for p in projections),
         )
+
+
+class HeadWeights(NamedTuple):
+    """A layer's weights with the heads first, in the paper's (in, out) order.
+
+    ``W_Q``, ``W_K``: ``(heads, reads, head_dim)``; ``W_V``: ``(heads, reads,
+    value_dim)``; ``W_O``: ``(heads, value_dim, d_model)``; biases ``(heads,
+    size)`` or ``None``. ``reads`` is ``d_model``, or the chunk size of a
+    chunked layer. Key and value weights have ``num_kv_heads`` heads. These are
+    views: writing into them changes the layer.
+    """
+
+    W_Q: torch.Tensor
+    W_K: torch.Tensor
+    W_V: torch.Tensor
+    W_O: torch.Tensor
+    b_Q: Optional[torch.Tensor]
+    b_K: Optional[torch.Tensor]
+    b_V: Optional[torch.Tensor]
+
+
+def _output_blocks(out_proj, heads):
+    """W_O is stored ``(d_model, heads * value_dim)``: head i owns a block of
+    columns; returns ``(heads, value_dim, d_model)``."""
+    return out_proj.weight.unflatten(-1, (heads, -1)).movedim(-3, -1)
 
 
 class AttentionHead(nn.Module):
@@ -328,13 +256,13 @@ class AttentionHead(nn.Module):
 
     def __init__(self, d_model, head_dim, bias=True):
         super().__init__()
-        self.d_model = d_model = check_positive_int("d_model", d_model)
-        self.head_dim = head_dim = check_positive_int("head_dim", head_dim)
-        self.q_proj = Linear(d_model, head_dim, bias=bias)
-        self.k_proj = Linear(d_model, head_dim, bias=bias)
-        self.v_proj = Linear(d_model, head_dim, bias=bias)
+        spec = AttentionSpec(d_model, 1, head_dim=head_dim, bias=bias)
+        self.d_model, self.head_dim = spec.d_model, spec.head_dim
+        self.q_proj = nn.Linear(d_model, head_dim, bias=bias)
+        self.k_proj = nn.Linear(d_model, head_dim, bias=bias)
+        self.v_proj = nn.Linear(d_model, head_dim, bias=bias)
         # the output bias is shared
-        self.out_proj = Linear(head_dim, d_model, bias=False)
+        self.out_proj = nn.Linear(head_dim, d_model, bias=False)
 
     def extra_repr(self):
         return f"d_model={self.d_model}, head_dim={self.head_dim}"
@@ -355,17 +283,7 @@ class AttentionHead(nn.Module):
         query, key, value = check_inputs(
             query, key, value, self.d_model, self.q_proj.weight.dtype
         )
-        masks = build_mask(
-            attn_mask,
-            key_padding_mask,
-            is_causal,
-            batch=query.shape[0],
-            num_heads=1,
-            n_query=query.shape[1],
-            n_key=key.shape[1],
-            dtype=query.dtype,
-            device=query.device,
-        )
+        masks = build_mask(attn_mask, key_padding_mask, is_causal, query, key)
         return self.contribution(
             query, key, value, *masks, need_weights=need_weights
         )
@@ -386,9 +304,9 @@ class AttentionHead(nn.Module):
         masks.
 
         ``logit_mask`` and ``dead_rows`` are this head's parts of
-        :func:`build_mask`'s output, ``(batch or 1, 1, n_query, ...)``, or
-        ``None``. ``scale`` and ``dropout`` are the layer's (default ``1 /
-        sqrt(head_dim)`` and none).
+        :func:`~mha_lib.attention.build_mask`'s output, ``(batch or 1, 1,
+        n_query, ...)``, or ``None``. ``scale`` and ``dropout`` are the
+        layer's (default ``1 / sqrt(head_dim)`` and none).
         """
         q = self.q_proj(query).unsqueeze(1)  # (batch, 1, n_query, head_dim)
         k = self.k_proj(key).unsqueeze(1)  # (batch, 1, n_key, head_dim)
@@ -408,40 +326,40 @@ class AttentionHead(nn.Module):
         return contribution, None if weights is None else weights.squeeze(1)
 
 
-class PerHeadAttention(_Heads):
+class PerHeadAttention(nn.Module):
     """Multi-head attention written as ``num_heads`` independent
     :class:`AttentionHead` modules.
 
     Each head reads the whole input; the layer's output is the sum of the
-    heads' contributions plus one shared bias. Same ``forward``, ``scale``
-    and ``dropout`` as :class:`MultiHeadAttention`.
+    heads' contributions plus one shared bias. Same sizes (``head_dim``,
+    ``bias``, ``scale``, ``dropout``) and ``forward`` as
+    :class:`MultiHeadAttention`.
     """
 
-    def __init__(
-        self,
-        d_model,
-        num_heads,
-        *,
-        head_dim=None,
-        bias=True,
-        scale=None,
-        dropout=0.0,
-    ):
-        super().__init__(
-            AttentionSpec(
-                d_model,
-                num_heads,
-                head_dim=head_dim,
-                bias=bias,
-                scale=scale,
-                dropout=dropout,
+    def __init__(self, d_model, num_heads=None, **sizes):
+        super().__init__()
+        self.spec = spec = _spec(d_model, num_heads, sizes, chunked=False)
+        if (
+            spec.value_dim != spec.head_dim
+            or spec.num_kv_heads != spec.num_heads
+        ):
+            raise ValueError(
+                "PerHeadAttention has one size per head and no shared "
+                f"key/value heads; got {_sizes(spec)}"
             )
-        )
         self.heads = nn.ModuleList(
-            AttentionHead(d_model, self.head_dim, bias)
-            for _ in range(num_heads)
+            AttentionHead(spec.d_model, spec.head_dim, spec.bias)
+            for _ in range(spec.num_heads)
         )
-        self.out_bias = nn.Parameter(torch.zeros(d_model)) if bias else None
+        bias = torch.zeros(spec.d_model)
+        self.out_bias = nn.Parameter(bias) if spec.bias else None
+
+    d_model = MultiHeadAttention.d_model
+    num_heads = MultiHeadAttention.num_heads
+    head_dim = MultiHeadAttention.head_dim
+    value_dim = MultiHeadAttention.value_dim
+    num_kv_heads = MultiHeadAttention.num_kv_heads
+    extra_repr = MultiHeadAttention.extra_repr
 
     def forward(
         self,
@@ -455,11 +373,16 @@ class PerHeadAttention(_Heads):
         need_weights=False,
         head_mask=None,
     ):
-        query, key, value = self._check_inputs(query, key, value)
-        logit_mask, dead_rows = self._masks(
-            query, key, attn_mask, key_padding_mask, is_causal
+        spec = self.spec
+        query, key, value = check_inputs(
+            query, key, value, spec.d_model, self.heads[0].q_proj.weight.dtype
         )
-        head_mask = self._check_head_mask(head_mask, query)
+        logit_mask, dead_rows = build_mask(
+            attn_mask, key_padding_mask, is_causal, query, key, spec.num_heads
+        )
+        if head_mask is not None:
+            head_mask = check_head_mask(head_mask, num_heads=spec.num_heads)
+            head_mask = head_mask.to(query)
         output = (
             torch.zeros_like(query) if self.out_bias is None else self.out_bias
         )
@@ -472,8 +395,8 @@ class PerHeadAttention(_Heads):
                 _head_part(logit_mask, index),
                 _head_part(dead_rows, index),
                 need_weights=need_weights,
-                scale=self.spec.logit_scale,
-                dropout=self.spec.dropout if self.training else 0.0,
+                scale=spec.logit_scale,
+                dropout=spec.dropout if self.training else 0.0,
             )
             if head_mask is not None:
                 contribution = contribution * head_mask[index]
@@ -484,8 +407,39 @@ class PerHeadAttention(_Heads):
 
 
 def _head_part(mask, index):
-    """Head ``index``'s part of a mask from :func:`build_mask`, ``(batch or 1,
-    1, ...)``."""
+    """Head ``index``'s part of a mask from
+    :func:`~mha_lib.attention.build_mask`, ``(batch or 1, 1, ...)``."""
     if mask is None or mask.shape[1] == 1:
         return mask  # the same for every head
     return mask[:, index : index + 1]
+
+
+def _spec(d_model, num_heads, sizes, *, chunked):
+    """The layer's :class:`AttentionSpec`: ``d_model`` is one, or the sizes
+    make one."""
+    if not isinstance(d_model, AttentionSpec):
+        return AttentionSpec(d_model, num_heads, chunked=chunked, **sizes)
+    if num_heads is not None or sizes:
+        raise TypeError(
+            "give a layer an AttentionSpec or its sizes, not both; got a spec "
+            f"and num_heads={num_heads!r}, {sizes}"
+        )
+    if d_model.chunked != chunked:
+        wanted = (
+            "ChunkedAttention" if d_model.chunked else "MultiHeadAttention"
+        )
+        raise ValueError(
+            f"this spec describes a {d_model.kind} layer; build it with "
+            f"{wanted}, or with mha_lib.layer_for(spec)"
+        )
+    return d_model
+
+
+def _sizes(spec):
+    text = (
+        f"d_model={spec.d_model}, num_heads={spec.num_heads}, "
+        f"head_dim={spec.head_dim}, num_kv_heads={spec.num_kv_heads}"
+    )
+    if spec.value_dim != spec.head_dim:
+        text += f", value_dim={spec.value_dim}"
+    return text

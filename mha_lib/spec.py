@@ -2,13 +2,14 @@
 
 An :class:`AttentionSpec` names a layer by its sizes: ``d_model``, the number
 of heads, the query/key size of a head, its value size, the number of key/value
-heads, and whether each head reads only its own chunk of the input. The module
-(:meth:`~AttentionSpec.build`), its parameter count, its FLOPs and the
-activations it keeps for the backward pass all come from it. The kinds the book
-names are one table, :data:`NAMED_KINDS`: a new kind made of these sizes is a
-new row there, and the counting functions, the small models and the figures
-pick it up. (A layer that needs a new forward pass also needs its module in
-:mod:`mha_lib.layers`, which :meth:`~AttentionSpec.build` returns.)
+heads, and whether each head reads only its own chunk of the input. Its
+parameter count, its FLOPs and the activations it keeps for the backward pass
+all come from it, and every layer of :mod:`mha_lib.layers` is made from one
+(``MultiHeadAttention(spec)``, or :func:`mha_lib.layers.layer_for`). The kinds
+the book names are one table, :data:`NAMED_KINDS`: a new kind made of these
+sizes is a new row there, and the counting functions, the small models and the
+figures pick it up. (A layer that needs a new forward pass also needs its
+module in :mod:`mha_lib.layers`.)
 """
 
 from __future__ import annotations
@@ -193,29 +194,6 @@ class AttentionSpec:
     @property
     def logit_scale(self):
         return self.head_dim**-0.5 if self.scale is None else float(self.scale)
-
-    def build(self):
-        """The module: a :class:`~mha_lib.layers.ChunkedAttention` or a
-        :class:`~mha_lib.layers.MultiHeadAttention`."""
-        from .layers import ChunkedAttention, MultiHeadAttention
-
-        if self.chunked:
-            return ChunkedAttention(
-                self.d_model,
-                self.num_heads,
-                bias=self.bias,
-                dropout=self.dropout,
-            )
-        return MultiHeadAttention(
-            self.d_model,
-            self.num_heads,
-            head_dim=self.head_dim,
-            value_dim=self.value_dim,
-            num_kv_heads=self.num_kv_heads,
-            bias=self.bias,
-            scale=self.scale,
-            dropout=self.dropout,
-        )
 
     @property
     def widths(self):

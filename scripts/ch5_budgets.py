@@ -25,8 +25,8 @@ from ch5_experiment import (
 )
 
 import mha_lib
-from mha_lib import results, statistics
-from mha_lib.model import AttentionModel
+from mha_lib.course import results, statistics
+from mha_lib.course.model import AttentionModel
 
 HEAD_COUNTS = [2, 4, 8, 16]
 

@@ -28,10 +28,10 @@ the result and skipped.
 import argparse
 
 import mha_lib
-from mha_lib import results, statistics
+from mha_lib.course import results, statistics
+from mha_lib.course.tasks import AssociativeRecall, OffsetCopy
+from mha_lib.course.training import evaluate, train_seeds
 from mha_lib.spec import AttentionSpec
-from mha_lib.tasks import AssociativeRecall, OffsetCopy
-from mha_lib.training import evaluate, train_seeds
 
 D_MODEL, BATCH, SOLVED = 32, 32, 0.05
 TASKS = {
@@ -178,7 +178,8 @@ def long_runs(task_name, sizes, seeds, rates, device, steps=LONG):
 
 
 def best_rate(records):
-    """The rate of :func:`mha_lib.statistics.best_rate` for these records."""
+    """The rate of :func:`mha_lib.course.statistics.best_rate` for these
+    records."""
     by_rate = {}
     for r in records:
         by_rate.setdefault(r["lr"], []).append(r["loss"])

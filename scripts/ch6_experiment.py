@@ -28,10 +28,10 @@ and the head counts, each of the first 200 sentences' own move
 import torch
 
 import mha_lib
-from mha_lib import results
-from mha_lib.ablation import each_head_removed, heads_removed_in_order
-from mha_lib.pretrained import D_MODEL, embedding_change, load_minilm
-from mha_lib.relations import load_treebank
+from mha_lib.course import results
+from mha_lib.course.ablation import each_head_removed, heads_removed_in_order
+from mha_lib.course.pretrained import D_MODEL, embedding_change, load_minilm
+from mha_lib.course.relations import load_treebank
 
 CHECKED = 200  # the sentences whose moves the chapter checks live
 

@@ -33,12 +33,15 @@ import torch
 import torch.nn.functional as F
 
 import mha_lib
-from mha_lib import results
-from mha_lib.ablation import single_removals
-from mha_lib.analysis import offset_profile, pairwise_head_distance
-from mha_lib.corpus import load_bible, windows
-from mha_lib.language_model import CharTransformer
-from mha_lib.language_training import held_out_bits, train_language_models
+from mha_lib.course import results
+from mha_lib.course.ablation import single_removals
+from mha_lib.course.analysis import offset_profile, pairwise_head_distance
+from mha_lib.course.corpus import load_bible, windows
+from mha_lib.course.language_model import CharTransformer
+from mha_lib.course.language_training import (
+    held_out_bits,
+    train_language_models,
+)
 from mha_lib.spec import AttentionSpec
 
 CONTEXT, BATCH, STEPS, EVERY = 64, 32, 1500, 150

@@ -14,8 +14,8 @@ stops resumes: finished variants are kept in a partial file and skipped.
 from ch7_experiment import CONTEXT, EVERY, SEEDS, TUNING_SEED, curves
 
 import mha_lib
-from mha_lib import results
-from mha_lib.corpus import load_bible, windows
+from mha_lib.course import results
+from mha_lib.course.corpus import load_bible, windows
 
 LONG_STEPS = 4500
 LONG = ["standard 1 x 64", "standard 8 x 8"]

@@ -29,8 +29,8 @@ import torch
 from ch7_experiment import SEEDS, TUNING_SEED, curves
 
 import mha_lib
-from mha_lib import results
-from mha_lib.corpus import load_bible, windows
+from mha_lib.course import results
+from mha_lib.course.corpus import load_bible, windows
 
 CONTEXT = 64
 GRID_SEEDS = [TUNING_SEED, *SEEDS]  # 0 to 5: every rate stored

@@ -18,10 +18,10 @@ import torch
 import torch.nn.functional as F
 from ch7_experiment import BATCH, CONTEXT, variants
 
-from mha_lib import results
-from mha_lib.corpus import load_bible
-from mha_lib.language_model import CharTransformer
-from mha_lib.timing import summarize, time_round_robin
+from mha_lib.course import results
+from mha_lib.course.corpus import load_bible
+from mha_lib.course.language_model import CharTransformer
+from mha_lib.course.timing import summarize, time_round_robin
 
 REPEATS, WARMUP = 61, 3
 

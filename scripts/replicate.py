@@ -5,25 +5,24 @@
     python3 scripts/replicate.py --seeds 300-302 --chapters 4 --only-new
 
 runs each chapter's own notebook twice, on its own seeds and on ``--seeds``,
-and prints one line per claim: the claim, its value on the chapter's seeds,
-its value on the new seeds, and ``held`` or ``FAILED``. It exits with status 1
-if any claim failed on either. Chapter 4 trains its models in the notebook, so
-the new seeds go to it as ``SEEDS``. Chapter 5 reads its long runs from
+and prints one line per claim: the claim, its value on the chapter's seeds, its
+value on the new seeds, and ``held`` or ``FAILED``. It exits with status 1 if
+any claim failed on either. Chapter 4 trains its models in the notebook, so the
+new seeds go to it as ``SEEDS``. Chapter 5 reads its long runs from
 ``mha_lib/results/ch5_experiment.json`` and ``ch5_budgets.json``: here every
 layer of those runs, and every wide layer at its budget of equal FLOPs, is
 trained again on the new seeds, at the learning rate the stored tuning seeds
 chose, by ``scripts/ch5_experiment.py``'s and ``ch5_budgets.py``'s own
-functions, and the chapter reads
-them from a copy of the file (``RESULTS_FOLDER``) in which they replace the
-reported seeds. Those trainings are kept in a partial file, so a run that
-stops resumes. Settings reach a chapter in the open: a cell with their values
-is added after the chapter's cell tagged ``parameters`` (papermill's
-convention), ``KEEP_GOING = True`` among them, so that a failed claim is
-recorded, marked ✗, instead of stopping the run; a last added cell prints
-the chapter's claims, which this command reads (see
-``mha_lib.replication``). Chapter 7's claims rest on runs of 1,500 steps of a
-language model (minutes per seed and variant on a CPU), so none is re-trained
-here; Chapter 7 re-trains a subset of its stored runs itself.
+functions, and the chapter reads them from a copy of the file
+(``RESULTS_FOLDER``) in which they replace the reported seeds. Those trainings
+are kept in a partial file, so a run that stops resumes. Settings reach a
+chapter in the open: a cell with their values is added after the chapter's cell
+tagged ``parameters`` (papermill's convention), ``KEEP_GOING = True`` among
+them, so that a failed claim is recorded, marked ✗, instead of stopping the
+run; a last added cell prints the chapter's claims, which this command reads
+(see ``mha_lib.course.replication``). Chapter 7's claims rest on runs of 1,500
+steps of a language model (minutes per seed and variant on a CPU), so none is
+re-trained here; Chapter 7 re-trains a subset of its stored runs itself.
 
 With ``--store`` the run is written to ``mha_lib/results/replication.json``,
 which the two chapters show (a chapter run alone replaces its own rows of a
@@ -41,8 +40,8 @@ import nbformat
 from nbclient import NotebookClient
 
 import mha_lib
-from mha_lib import results
-from mha_lib.replication import parse_seeds
+from mha_lib.course import results
+from mha_lib.course.replication import parse_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

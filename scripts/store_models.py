@@ -4,13 +4,12 @@
 
 runs the chapter's notebook with ``STORE_MODELS = True`` added after its
 parameters cell, so that each ``StoredModels.train_seeds`` call in it trains
-every seed and writes
-``mha_lib/results/<name>.pt`` (the weights) and ``<name>.json`` (histories,
-settings, the weights' SHA-256, this command, device, versions and the
-training's wall time). The chapter then reads them and trains a few seeds of
-each again to check them (see ``mha_lib/stored_models.py``). Run it after
-changing a training of the chapter; the chapter says so when the stored
-models no longer match.
+every seed and writes ``mha_lib/results/<name>.pt`` (the weights) and
+``<name>.json`` (histories, settings, the weights' SHA-256, this command,
+device, versions and the training's wall time). The chapter then reads them and
+trains a few seeds of each again to check them (see
+``mha_lib/course/stored_models.py``). Run it after changing a training of the
+chapter; the chapter says so when the stored models no longer match.
 """
 
 import argparse
@@ -18,7 +17,7 @@ import sys
 
 from replicate import run_chapter
 
-from mha_lib import results
+from mha_lib.course import results
 
 NOTEBOOKS = {"ch4_models": "04_heads_differ.ipynb"}
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import mha_lib
-from mha_lib.ablation import (
+from mha_lib.course.ablation import (
     ablation_cost,
     each_head_removed,
     head_importance,
@@ -14,9 +14,9 @@ from mha_lib.ablation import (
     removal_curve,
     single_removals,
 )
-from mha_lib.model import AttentionModel
-from mha_lib.tasks import OffsetCopy
-from mha_lib.training import evaluate, task_loss
+from mha_lib.course.model import AttentionModel
+from mha_lib.course.tasks import OffsetCopy
+from mha_lib.course.training import evaluate, task_loss
 
 TASK = OffsetCopy(offsets=(1, 2), seq_len=8, d_in=2)
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mha_lib import MultiHeadAttention
-from mha_lib.analysis import (
+from mha_lib.course.analysis import (
     js_distance,
     moved_lengths,
     offset_profile,

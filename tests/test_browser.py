@@ -49,7 +49,7 @@ def test_every_chapter_page_renders_with_images_links_and_no_script_errors(
         for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
     ]
     figures = sum(
-        "mha_lib.interactive" in "".join(cell["source"])
+        "mha_lib.course.interactive" in "".join(cell["source"])
         for nb in notebooks
         for cell in nb["cells"]
     )

@@ -98,9 +98,9 @@ def test_the_download_carries_an_installable_mha_lib(english_pages, tmp_path):
     subprocess.run([*pip, "--target", str(target), str(wheel)], check=True)
     check = (
         "import sys; sys.path.insert(0, sys.argv[1]); import mha_lib; "
-        "from mha_lib import results; print(mha_lib.__file__); "
+        "from mha_lib.course import results; print(mha_lib.__file__); "
         "print(sorted(p.name for p in results.FOLDER.iterdir())); "
-        "from mha_lib.relations import load_treebank; "
+        "from mha_lib.course.relations import load_treebank; "
         "print(len(load_treebank()))"
     )
     result = subprocess.run(

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from mha_lib.corpus import HELD_OUT_BOOKS, Corpus, load_bible, windows
+from mha_lib.course.corpus import HELD_OUT_BOOKS, Corpus, load_bible, windows
 
 
 def test_windows_cut_inputs_and_next_characters():

@@ -1,5 +1,5 @@
-"""mha_lib.interactive: the Vega-Lite specifications, their data and their
-controls, and bad input.
+"""mha_lib.course.interactive: the Vega-Lite specifications, their data and
+their controls, and bad input.
 
 The browser test (tests/test_browser.py) moves the controls of the built
 figures.
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import mha_lib
-from mha_lib.interactive import (
+from mha_lib.course.interactive import (
     MIMETYPE,
     Interactive,
     attention_by_head_count,

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from mha_lib.counting import count_trainable
-from mha_lib.language_model import CharTransformer
+from mha_lib.course.language_model import CharTransformer
 from mha_lib.spec import AttentionSpec
 
 VOCAB, CONTEXT = 11, 8

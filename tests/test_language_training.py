@@ -7,10 +7,10 @@ import pytest
 import torch
 from torch import nn
 
-from mha_lib import language_training
-from mha_lib.corpus import Corpus, windows
-from mha_lib.language_model import CharTransformer
-from mha_lib.language_training import (
+from mha_lib.course import language_training
+from mha_lib.course.corpus import Corpus, windows
+from mha_lib.course.language_model import CharTransformer
+from mha_lib.course.language_training import (
     held_out_bits,
     train_language_models,
     warmup_cosine,

@@ -249,7 +249,7 @@ X = torch.randn(2, 5, 16)
         (
             lambda: LAYER(torch.randn(2, 5, 8)),
             ValueError,
-            "feature size 8, but the layer expects d_model=16",
+            r"shape \(batch, seq, d_model=16\), got \(2, 5, 8\)",
         ),
         (
             lambda: LAYER(torch.randn(5, 16)),
@@ -300,7 +300,7 @@ X = torch.randn(2, 5, 16)
         (
             lambda: LAYER(X, head_mask=torch.ones(3)),
             ValueError,
-            r"head_mask must have shape \(num_heads,\) = \(4,\)",
+            r"head_mask must have shape \(num_heads\) = \(4,\)",
         ),
         (
             lambda: LAYER(X, head_mask=[1, 1, 1, 1]),
@@ -433,7 +433,7 @@ def test_a_chunked_head_reads_only_its_own_chunk():
     )
     with pytest.raises(ValueError, match="not divisible"):
         mha_lib.ChunkedAttention(10, 4)
-    with pytest.raises(ValueError, match="feature size 8"):
+    with pytest.raises(ValueError, match=r"d_model=16\), got \(1, 5, 8\)"):
         chunked(torch.randn(1, 5, 8))
 
 

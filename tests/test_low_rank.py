@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from mha_lib.low_rank import fit_attention
+from mha_lib.course.low_rank import fit_attention
 
 
 def test_low_rank_fit_needs_rank_close_to_n():

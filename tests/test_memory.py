@@ -5,7 +5,7 @@ import torch
 from support import DEVICES
 
 import mha_lib
-from mha_lib.memory import (
+from mha_lib.course.memory import (
     activation_elements,
     peak_training_bytes,
     saved_activation_bytes,
@@ -49,7 +49,7 @@ def test_activation_model_matches_saved_tensors(
 @pytest.mark.parametrize("num_heads", [1, 4])
 def test_every_kind_keeps_what_its_spec_says(kind, num_heads, device):
     spec = mha_lib.AttentionSpec.named(kind, 64, num_heads)
-    layer = spec.build().to(device)
+    layer = mha_lib.layer_for(spec).to(device)
     x = torch.randn(3, 20, 64).to(device)
     expected = 4 * spec.activation_elements(20, batch=3)
     assert saved_activation_bytes(layer, x) == expected

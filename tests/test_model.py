@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from mha_lib.model import AttentionModel
-from mha_lib.tasks import OffsetCopy
+from mha_lib.course.model import AttentionModel
+from mha_lib.course.tasks import OffsetCopy
 
 
 def test_model_shapes_weights_and_head_mask():

@@ -2,7 +2,7 @@
 
 import torch
 
-from mha_lib.optimizer import StackedAdam
+from mha_lib.course.optimizer import StackedAdam
 
 
 def test_adam_matches_torch_per_member_and_scales_with_the_factor():

@@ -174,8 +174,9 @@ def assert_no_text_about_controls(html_root, text):
 
 def test_the_pdfs_figures_print_at_200_ppi_or_more(built_book):
     """Each figure of a chapter is drawn at 2.2 times its pixels
-    (mha_lib.plotting.sharp_png), so printed at its size it holds 211 pixels
-    an inch, more where the page shrinks it. Read with poppler's pdfimages,
+    (mha_lib.course.plotting.sharp_png), so printed at its size it holds 211
+    pixels an inch, more where the page shrinks it. Read with poppler's
+    pdfimages,
     which reports each placed image's resolution."""
     if shutil.which("pdfimages") is None:
         pytest.skip(

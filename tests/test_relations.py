@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from mha_lib.relations import (
+from mha_lib.course.relations import (
     DIRECTIONS,
     HEAD_CLASSES,
     RELATIONS,

@@ -6,8 +6,8 @@ import sys
 import pytest
 from support import ROOT
 
-from mha_lib import replication
-from mha_lib.replication import Share, parse_seeds
+from mha_lib.course import replication
+from mha_lib.course.replication import Share, parse_seeds
 
 
 def test_parse_seeds_reads_ranges_and_lists():
@@ -45,7 +45,7 @@ def test_the_stored_replication_refuses_stale_claims():
 
 
 def _stored_rows(chapter):
-    from mha_lib import results
+    from mha_lib.course import results
 
     claims = results.load("replication")["data"]["claims"]
     return [row for row in claims if row["chapter"] == chapter]

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from mha_lib.report import (
+from mha_lib.course.report import (
     ClaimLog,
     Claims,
     folded,

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from mha_lib import results
+from mha_lib.course import results
 
 
 def test_a_stopped_run_resumes_without_repeating_finished_parts(tmp_path):

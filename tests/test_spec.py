@@ -128,7 +128,7 @@ def test_kind_and_label(spec, kind, label):
 def test_named_kinds_build_modules_whose_costs_come_from_the_spec(kind):
     spec = AttentionSpec.named(kind, 32, 4)
     assert spec.kind == kind
-    layer = spec.build()
+    layer = mha_lib.layer_for(spec)
     assert layer.spec == spec, (
         "the module keeps the description it was built from"
     )
@@ -195,7 +195,7 @@ def test_a_new_kind_is_one_row_of_the_table(monkeypatch):
     """A kind added to NAMED_KINDS alone is named, recognised, counted, built
     and drawn in its own colour."""
     pytest.importorskip("matplotlib")
-    from mha_lib import plotting
+    from mha_lib.course import plotting
 
     monkeypatch.setitem(
         spec_module.NAMED_KINDS,
@@ -212,14 +212,17 @@ def test_a_new_kind_is_one_row_of_the_table(monkeypatch):
     assert (
         mha_lib.parameter_count(32, 4, head_dim=16) == spec.parameter_count()
     )
-    assert mha_lib.count_trainable(spec.build()) == spec.parameter_count()
+    assert (
+        mha_lib.count_trainable(mha_lib.layer_for(spec))
+        == spec.parameter_count()
+    )
     assert "double" in plotting.layer_styles()
     assert AttentionSpec(32, 4).kind == "standard", "the old kinds stay"
 
 
 def test_widths_are_those_of_the_built_projections():
     spec = AttentionSpec(32, 8, head_dim=6, value_dim=3, num_kv_heads=2)
-    layer = spec.build()
+    layer = mha_lib.layer_for(spec)
     assert spec.widths == (48, 12, 6, 24)
     assert spec.widths.query == layer.q_proj.out_features
     assert spec.widths.key == layer.k_proj.out_features

@@ -3,15 +3,10 @@ would."""
 
 import pytest
 import torch
+from torch import nn
 
-from mha_lib.stacking import (
-    Embedding,
-    LayerNorm,
-    Linear,
-    broadcast_add,
-    stacked,
-    unstack,
-)
+from mha_lib.course.stacking import broadcast_add, stacked, unstack
+from mha_lib.layers import ChunkedLinear, MultiHeadAttention
 
 
 def members_of(module_class, *args, count=3):
@@ -28,11 +23,13 @@ def members_of(module_class, *args, count=3):
 @pytest.mark.parametrize(
     "module_class,args,inputs",
     [
-        (Linear, (5, 4), lambda: torch.randn(3 * 2, 7, 5)),
-        (Embedding, (11, 4), lambda: torch.randint(11, (3 * 2, 7))),
-        (LayerNorm, (5,), lambda: torch.randn(3 * 2, 7, 5)),
+        (nn.Linear, (5, 4), lambda: torch.randn(3 * 2, 7, 5)),
+        (nn.Embedding, (11, 4), lambda: torch.randint(11, (3 * 2, 7))),
+        (nn.LayerNorm, (5,), lambda: torch.randn(3 * 2, 7, 5)),
+        (ChunkedLinear, (2, 3), lambda: torch.randn(3 * 2, 7, 6)),
+        (MultiHeadAttention, (6, 2), lambda: torch.randn(3 * 2, 7, 6)),
     ],
-    ids=["linear", "embedding", "layernorm"],
+    ids=["linear", "embedding", "layernorm", "chunked", "attention"],
 )
 def test_stacked_module_runs_each_member_on_its_rows(
     module_class, args, inputs
@@ -41,12 +38,13 @@ def test_stacked_module_runs_each_member_on_its_rows(
     x = inputs()
     together = stacked(modules)
     assert all(p.shape[0] == 3 for p in together.parameters())
-    expected = torch.cat([m(rows) for m, rows in zip(modules, x.chunk(3))])
-    assert torch.allclose(together(x), expected, atol=1e-6)
+    first = lambda out: out[0] if isinstance(out, tuple) else out  # noqa
+    expected = [first(m(rows)) for m, rows in zip(modules, x.chunk(3))]
+    assert torch.allclose(first(together(x)), torch.cat(expected), atol=1e-6)
 
 
 def test_linear_without_bias_and_broadcast_add():
-    modules = [Linear(4, 2, bias=False) for _ in range(2)]
+    modules = [nn.Linear(4, 2, bias=False) for _ in range(2)]
     x = torch.randn(2 * 3, 4)
     expected = torch.cat([m(rows) for m, rows in zip(modules, x.chunk(2))])
     assert torch.allclose(stacked(modules)(x), expected, atol=1e-6)
@@ -58,7 +56,7 @@ def test_linear_without_bias_and_broadcast_add():
 
 
 def test_unstack_copies_each_member_back():
-    modules = members_of(Linear, 3, 2, count=2)
+    modules = members_of(nn.Linear, 3, 2, count=2)
     together = stacked(modules)
     with torch.no_grad():
         together.weight.mul_(2)

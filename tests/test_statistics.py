@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from mha_lib.statistics import (
+from mha_lib.course.statistics import (
     best_rate,
     fisher_one_sided,
     paired_bootstrap,
@@ -167,7 +167,7 @@ def test_paired_t_interval_refuses_bad_input():
 
 
 def test_a_wilson_interval_refuses_what_is_not_a_count_or_a_positive_z():
-    from mha_lib.statistics import wilson_interval
+    from mha_lib.course.statistics import wilson_interval
 
     with pytest.raises(ValueError, match="z must be a positive"):
         wilson_interval(5, 10, z=-1.96)

@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from mha_lib import results
-from mha_lib.stored_models import StoredModels
-from mha_lib.tasks import OffsetCopy
+from mha_lib.course import results
+from mha_lib.course.stored_models import StoredModels
+from mha_lib.course.tasks import OffsetCopy
 
 TASK = OffsetCopy(offsets=(1, 3), seq_len=8, d_in=4)
 TRAINING = dict(steps=20, lr=1e-2, batch_size=8, d_model=16, num_heads=2)

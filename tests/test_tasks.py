@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from mha_lib.tasks import AssociativeRecall, OffsetCopy
+from mha_lib.course.tasks import AssociativeRecall, OffsetCopy
 
 
 def test_offset_copy_targets_are_the_earlier_inputs():

@@ -15,7 +15,7 @@ from torch import nn
 
 import mha_lib
 from mha_lib import AttentionSpec
-from mha_lib.timing import (
+from mha_lib.course.timing import (
     seconds,
     summarize,
     time_interleaved,
@@ -138,7 +138,7 @@ def test_chapter_5_timing_claims_hold_on_a_busy_cpu(busy_cpu):
     torch.manual_seed(0)
     x = torch.randn(4, 128, 256)
     timed = {
-        (kind, heads): AttentionSpec.named(kind, 256, heads).build()
+        (kind, heads): mha_lib.layer_for(AttentionSpec.named(kind, 256, heads))
         for kind, heads in [("standard", 16), ("wide", 4), ("wide", 16)]
     }
     raw = time_interleaved(timed, x, repeats=3, warmup=0, threads=1)

@@ -6,10 +6,10 @@ import torch
 from support import DEVICES
 
 import mha_lib
-from mha_lib.ablation import ablation_cost, head_importance
-from mha_lib.model import AttentionModel
-from mha_lib.tasks import AssociativeRecall, OffsetCopy
-from mha_lib.training import (
+from mha_lib.course.ablation import ablation_cost, head_importance
+from mha_lib.course.model import AttentionModel
+from mha_lib.course.tasks import AssociativeRecall, OffsetCopy
+from mha_lib.course.training import (
     evaluate,
     train,
     train_from_seed,

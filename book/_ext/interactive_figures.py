@@ -1,5 +1,5 @@
 """Sphinx extension: draw the notebooks' Vega-Lite outputs
-(``mha_lib.interactive``) on the page.
+(``mha_lib.course.interactive``) on the page.
 
 A notebook output of MIME type ``application/vnd.vegalite.v5+json`` becomes a
 ``<div>`` and a call to ``vegaEmbed``; pages holding one load Vega, Vega-Lite

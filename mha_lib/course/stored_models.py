@@ -2,8 +2,8 @@
 
 A chapter that trains many small models on 20 seeds takes minutes on a CPU.
 ``StoredModels(name).train_seeds(key, task, seeds=..., **training)`` returns
-what :func:`mha_lib.training.train_seeds` would, read from the weights and
-histories that ``python3 scripts/store_models.py`` stored in
+what :func:`mha_lib.course.training.train_seeds` would, read from the weights
+and histories that ``python3 scripts/store_models.py`` stored in
 ``mha_lib/results/<name>.json`` (provenance, histories, the weights' SHA-256)
 and ``<name>.pt`` (the weights). The first ``check`` seeds are trained again
 live and every recorded training loss must match the stored one within a
@@ -78,7 +78,7 @@ class StoredModels:
 
     def train_seeds(self, key, task, *, seeds, device=None, **training):
         """``[(model, history), ...]`` per seed, as
-        :func:`mha_lib.training.train_seeds` ``(task, seeds=seeds,
+        :func:`mha_lib.course.training.train_seeds` ``(task, seeds=seeds,
         device=device, **training)`` returns them."""
         seeds = check_seeds(seeds)
         settings = settings_of(task, training)

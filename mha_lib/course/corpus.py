@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from .checks import check_positive_int, check_tensor
+from ..checks import check_positive_int, check_tensor
 
 TEXT_SHA256 = (
     "51a4d6ed5592001b9386e2f292d3953132a2662240eb8ad08533d625f1259717"

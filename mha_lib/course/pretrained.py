@@ -19,10 +19,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..checks import check_positive_int
+from ..layers import MultiHeadAttention
+from ..runtime import pick_device
 from .analysis import moved_lengths
-from .checks import check_positive_int
-from .layers import MultiHeadAttention
-from .runtime import pick_device
 from .statistics import rank_correlation
 
 WEIGHTS_SHA256 = (

@@ -22,11 +22,11 @@ try:
     from matplotlib.ticker import FuncFormatter, NullFormatter
 except ModuleNotFoundError as error:  # the plot extra is not installed
     raise ModuleNotFoundError(
-        "mha_lib.plotting draws with Matplotlib, which is not installed: "
-        "pip install 'mha-lib[plot]'"
+        "mha_lib.course.plotting draws with Matplotlib, which is not "
+        "installed: pip install 'mha-lib[plot]'"
     ) from error
 
-from .spec import NAMED_KINDS
+from ..spec import NAMED_KINDS
 
 BOOK_STYLE = {
     "figure.figsize": (6.4, 4.0),
@@ -135,7 +135,8 @@ def line_chart(
 
 def head_colour(index):
     """The colour of head ``index`` in every figure of the book (figures with
-    and without a kernel share :data:`mha_lib.interactive.HEAD_COLOURS`)."""
+    and without a kernel share
+    :data:`mha_lib.course.interactive.HEAD_COLOURS`)."""
     from .interactive import HEAD_COLOURS
 
     return HEAD_COLOURS[index % len(HEAD_COLOURS)]
@@ -289,8 +290,8 @@ def learning_curves(
     ...]}`` (Chapters 4, 5).
 
     Each history is a ``{"step": [...], "loss": [...]}`` dict from
-    :func:`mha_lib.training.train`. Each curve has its own colour and dash,
-    so curves that run together stay visible. ``reference`` is ``(loss,
+    :func:`mha_lib.course.training.train`. Each curve has its own colour and
+    dash, so curves that run together stay visible. ``reference`` is ``(loss,
     label)``: a grey dotted line at that loss, named in the legend.
     """
     import numpy as np

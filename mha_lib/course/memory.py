@@ -5,7 +5,7 @@ import contextlib
 
 import torch
 
-from .spec import AttentionSpec
+from ..spec import AttentionSpec
 from .timing import forward_backward
 
 

@@ -1,6 +1,6 @@
 """Adam on stacked parameters: one optimiser for many models trained
 together, each member with its own learning rate
-(:func:`mha_lib.training.train_together`)."""
+(:func:`mha_lib.course.training.train_together`)."""
 
 import torch
 

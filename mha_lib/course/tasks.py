@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .checks import check_positive_int
+from ..checks import check_positive_int
 
 
 @dataclass(frozen=True)

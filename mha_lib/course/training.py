@@ -4,10 +4,11 @@ together.
 Our models are so small that much of a training step is per-call overhead, so
 ``M`` models in one computation cost far less than ``M`` models one after
 another. :func:`train_together` stacks their parameters along a leading members
-axis and runs them through the model's own forward (:mod:`mha_lib.stacking`),
-with one Adam per member. Each member gets the initial weights, data stream and
-optimiser that one-at-a-time training gives its seed (Adam, in
-:mod:`mha_lib.optimizer`), so results match up to floating-point rounding.
+axis and runs them through the model's own forward
+(:mod:`mha_lib.course.stacking`), with one Adam per member. Each member gets
+the initial weights, data stream and optimiser that one-at-a-time training
+gives its seed (Adam, in :mod:`mha_lib.course.optimizer`), so results match up
+to floating-point rounding.
 """
 
 import math
@@ -16,10 +17,10 @@ from numbers import Real
 import torch
 import torch.nn.functional as F
 
-from .checks import check_int, check_positive_int
+from ..checks import check_int, check_positive_int
+from ..runtime import seed_everything
 from .model import AttentionModel
 from .optimizer import StackedAdam
-from .runtime import seed_everything
 from .stacking import stacked, unstack
 
 
@@ -47,8 +48,8 @@ def train(
     The data stream depends on ``seed`` alone, so models compared in a chapter
     see the same batches in the same order. ``before_step(step)`` is called
     before each update (to record the heads' weights, say). Losses are
-    training-batch MSE, which for :class:`~mha_lib.tasks.OffsetCopy` is the
-    error as a fraction of the target variance.
+    training-batch MSE, which for :class:`~mha_lib.course.tasks.OffsetCopy` is
+    the error as a fraction of the target variance.
     """
     check_positive_int("steps", steps)
     device = next(model.parameters()).device
@@ -98,8 +99,8 @@ def train_together(
 
     ``losses(forward, step)`` returns every member's training loss for this
     step, ``(members,)``, where ``forward`` is the models' own module with
-    every parameter stacked (:func:`mha_lib.stacking.stacked`): it runs the
-    members folded into the batch, rows ``m * B`` to ``(m + 1) * B - 1`` of
+    every parameter stacked (:func:`mha_lib.course.stacking.stacked`): it runs
+    the members folded into the batch, rows ``m * B`` to ``(m + 1) * B - 1`` of
     each input belonging to member ``m``. ``lr`` is one learning rate or one
     per member. ``evaluate``, if given, is called the same way (without
     gradients) at every recorded step and returns one number per member, kept

@@ -4,17 +4,19 @@ The model is a decoder in the GPT mould, kept small: token embedding and
 learned positions, ``num_layers`` pre-LayerNorm blocks of causal attention and
 a GELU MLP, a final LayerNorm and an untied linear readout. Its attention is
 any layer of the course, given by an :class:`~mha_lib.spec.AttentionSpec`. The
-text is :mod:`mha_lib.corpus`; :mod:`mha_lib.language_training` trains many
-seeds together.
+text is :mod:`mha_lib.course.corpus`; :mod:`mha_lib.course.language_training`
+trains many seeds together.
 """
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_instance, check_positive_int
-from .spec import AttentionSpec
-from .stacking import Embedding, LayerNorm, Linear, broadcast_add
+from ..attention import check_head_mask
+from ..checks import check_instance, check_positive_int
+from ..layers import layer_for
+from ..spec import AttentionSpec
+from .stacking import broadcast_add
 
 
 class Block(nn.Module):
@@ -24,11 +26,11 @@ class Block(nn.Module):
     def __init__(self, attention, mlp_ratio=4):
         super().__init__()
         d_model = attention.d_model
-        self.attention_norm = LayerNorm(d_model)
-        self.attention = attention.build()
-        self.mlp_norm = LayerNorm(d_model)
-        self.mlp_in = Linear(d_model, mlp_ratio * d_model)
-        self.mlp_out = Linear(mlp_ratio * d_model, d_model)
+        self.attention_norm = nn.LayerNorm(d_model)
+        self.attention = layer_for(attention)
+        self.mlp_norm = nn.LayerNorm(d_model)
+        self.mlp_in = nn.Linear(d_model, mlp_ratio * d_model)
+        self.mlp_out = nn.Linear(mlp_ratio * d_model, d_model)
 
     def forward(self, x, head_mask=None, need_weights=False):
         attended, weights = self.attention(
@@ -59,12 +61,12 @@ class CharTransformer(nn.Module):
             check_positive_int(name, value)
         check_positive_int("num_layers", num_layers)
         self.attention, d_model = attention, attention.d_model
-        self.token = Embedding(vocab_size, d_model)
+        self.token = nn.Embedding(vocab_size, d_model)
         self.position = nn.Parameter(torch.randn(context, d_model) * 0.02)
         blocks = (Block(attention, mlp_ratio) for _ in range(num_layers))
         self.blocks = nn.ModuleList(blocks)
-        self.norm = LayerNorm(d_model)
-        self.readout = Linear(d_model, vocab_size)
+        self.norm = nn.LayerNorm(d_model)
+        self.readout = nn.Linear(d_model, vocab_size)
         with torch.no_grad():
             self.token.weight.mul_(0.02)
 
@@ -93,12 +95,9 @@ class CharTransformer(nn.Module):
                 f"context={self.context}, "
                 f"got {tuple(ids.shape)}"
             )
-        if head_mask is not None and tuple(head_mask.shape) != self.head_shape:
-            raise ValueError(
-                "head_mask must have shape (num_layers, num_heads) = "
-                f"{self.head_shape}, "
-                f"got {tuple(head_mask.shape)}"
-            )
+        if head_mask is not None:
+            layers, heads = self.head_shape
+            check_head_mask(head_mask, num_layers=layers, num_heads=heads)
         x = broadcast_add(
             self.token(ids), self.position[..., : ids.shape[1], :]
         )

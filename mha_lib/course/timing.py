@@ -8,7 +8,7 @@ import time
 
 import torch
 
-from .checks import check_positive_int
+from ..checks import check_positive_int
 
 
 def synchronize(device):

@@ -25,13 +25,13 @@ from pathlib import Path
 
 import torch
 
-FOLDER = Path(__file__).resolve().parent / "results"
+FOLDER = Path(__file__).resolve().parents[1] / "results"
 
 
 def environment(device):
     """Where a run ran: device, Python, PyTorch and mha_lib versions, CPU
     threads."""
-    from . import __version__
+    from .. import __version__
 
     device = torch.device(device)
     name = (
@@ -97,7 +97,7 @@ def save(
     if folder == FOLDER:
         print(
             f"{name}.json written; its SHA-256 for SHIPPED in "
-            f"mha_lib/results.py: {digest(record)}"
+            f"mha_lib/course/results.py: {digest(record)}"
         )
     return path
 
@@ -220,7 +220,8 @@ def load(name, folder=None):
         raise damaged("does not match the SHA-256 it carries (it was edited)")
     if folder is None and SHIPPED.get(name) != record["sha256"]:
         raise damaged(
-            "does not match the SHA-256 that mha_lib/results.py holds for it"
+            "does not match the SHA-256 that mha_lib/course/results.py "
+            "holds for it"
         )
     return record
 

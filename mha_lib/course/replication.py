@@ -6,13 +6,13 @@ seeds were measured. A chapter states a trained claim instead as a share of
 seeds with its 95 % Wilson interval (:class:`Share`), checked against a bound
 set with margin, or as a median with its range.
 
-``scripts/replicate.py`` runs a chapter again on seeds no one chose. It
-hands the chapter its settings in the open: the chapter's cell tagged
-``parameters`` (papermill's convention) names its seeds and ``KEEP_GOING``,
-and the command adds a cell after it with the new values, so that the
-chapter's :class:`mha_lib.report.ClaimLog` records a failed claim (shown with
-✗) instead of stopping at it. Nothing in the environment changes what a
-chapter asserts.
+``scripts/replicate.py`` runs a chapter again on seeds no one chose. It hands
+the chapter its settings in the open: the chapter's cell tagged ``parameters``
+(papermill's convention) names its seeds and ``KEEP_GOING``, and the command
+adds a cell after it with the new values, so that the chapter's
+:class:`mha_lib.course.report.ClaimLog` records a failed claim (shown with ✗)
+instead of stopping at it. Nothing in the environment changes what a chapter
+asserts.
 """
 
 from __future__ import annotations
@@ -114,9 +114,9 @@ def replication_table(chapter, checked):
     the new ones, folded under one line.
 
     ``checked`` are the claims the chapter checked in this run
-    (:attr:`mha_lib.report.ClaimLog.claims`): where the stored claims differ,
-    the file is stale and a ``ValueError`` says how to renew it; a claim that
-    failed on the new seeds raises ``AssertionError``, naming it.
+    (:attr:`mha_lib.course.report.ClaimLog.claims`): where the stored claims
+    differ, the file is stale and a ``ValueError`` says how to renew it; a
+    claim that failed on the new seeds raises ``AssertionError``, naming it.
     """
     from . import report, results
 

@@ -7,7 +7,7 @@ the small trained models, the language model and the pretrained encoder.
 
 import torch
 
-from .checks import check_positive_int
+from ..checks import check_positive_int
 from .training import evaluate, task_loss
 
 

@@ -1,8 +1,9 @@
 """Training the character model of Chapter 7, many seeds together, and
 scoring it in bits per character on held-out text.
 
-Every seed's model trains through :func:`~mha_lib.training.train_together`,
-with a warm-up and a cosine decay of the learning rate.
+Every seed's model trains through
+:func:`~mha_lib.course.training.train_together`, with a warm-up and a cosine
+decay of the learning rate.
 """
 
 import math
@@ -10,10 +11,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .checks import check_positive_int
+from ..checks import check_positive_int
+from ..runtime import seed_everything
 from .corpus import windows
 from .language_model import CharTransformer
-from .runtime import seed_everything
 from .training import check_seeds, train_together
 
 
@@ -22,7 +23,7 @@ def held_out_bits(forward, inputs, targets, *, members=1, batch_size=256):
     """Bits per character of each member on the same held-out windows:
     ``(members,)``.
 
-    ``forward`` is a model, or :func:`~mha_lib.stacking.stacked` models
+    ``forward`` is a model, or :func:`~mha_lib.course.stacking.stacked` models
     (``members``).
     """
     device = next(forward.parameters()).device

@@ -3,9 +3,11 @@
 import torch
 from torch import nn
 
-from .checks import check_instance, check_positive_int
-from .spec import AttentionSpec
-from .stacking import Linear, broadcast_add
+from ..attention import check_head_mask
+from ..checks import check_instance, check_positive_int
+from ..layers import layer_for
+from ..spec import AttentionSpec
+from .stacking import broadcast_add
 
 
 class AttentionModel(nn.Module):
@@ -42,14 +44,14 @@ class AttentionModel(nn.Module):
             attention, AttentionSpec, "AttentionModel"
         )
         d_model = attention.d_model
-        self.embed = Linear(d_in, d_model)
+        self.embed = nn.Linear(d_in, d_model)
         self.position = nn.Parameter(
             torch.randn(seq_len, d_model) / d_model**0.5
         )
         self.layers = nn.ModuleList(
-            attention.build() for _ in range(num_layers)
+            layer_for(attention) for _ in range(num_layers)
         )
-        self.readout = Linear(d_model, d_out)
+        self.readout = nn.Linear(d_model, d_out)
 
     @property
     def head_shape(self):
@@ -60,7 +62,7 @@ class AttentionModel(nn.Module):
     @classmethod
     def for_task(cls, task, **sizes):
         """A model whose input and output sizes fit ``task`` (e.g. an
-        :class:`~mha_lib.tasks.OffsetCopy`)."""
+        :class:`~mha_lib.course.tasks.OffsetCopy`)."""
         return cls(task.d_in, task.d_out, seq_len=task.seq_len, **sizes)
 
     def forward_flops(self, seq_len=None):
@@ -88,12 +90,9 @@ class AttentionModel(nn.Module):
             raise ValueError(
                 f"sequences longer than seq_len={seq_len}: got {x.shape[1]}"
             )
-        if head_mask is not None and tuple(head_mask.shape) != self.head_shape:
-            raise ValueError(
-                "head_mask must have shape (num_layers, num_heads) = "
-                f"{self.head_shape}, "
-                f"got {tuple(head_mask.shape)}"
-            )
+        if head_mask is not None:
+            layers, heads = self.head_shape
+            check_head_mask(head_mask, num_layers=layers, num_heads=heads)
         # (batch, seq, d_model) + (seq, d_model): one learned vector per
         # position
         hidden = broadcast_add(

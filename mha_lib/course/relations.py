@@ -17,7 +17,7 @@ from importlib import resources
 
 import torch
 
-from .checks import check_tensor
+from ..checks import check_tensor
 
 TREEBANK = "data/ud-english-pud/en_pud-ud-test.conllu"
 TREEBANK_SHA256 = (

@@ -3,7 +3,7 @@ al., 2020)."""
 
 import torch
 
-from .checks import check_positive_int, check_tensor
+from ..checks import check_positive_int, check_tensor
 
 
 def fit_attention(target, ranks, *, steps=1500, lr=0.05, seed=0):
