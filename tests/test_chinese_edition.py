@@ -56,6 +56,29 @@ def test_each_page_links_to_its_twin_in_the_other_edition(twins):
         assert chinese.html["lang"] == "zh-CN", name
 
 
+def _maths(page):
+    """Every equation of a page, inline and display, with the words of its
+    ``\\text{...}`` left out (they are translated)."""
+    found = []
+    for node in page.select("article .math"):
+        tex = re.sub(r"\\text\{[^{}]*\}", r"\\text{}", node.get_text())
+        found.append(" ".join(tex.split()))
+    return found
+
+
+def test_every_equation_of_an_english_page_is_on_its_chinese_twin(twins):
+    for name, english, chinese in twins:
+        # the same equations, in the order each language's sentences take
+        ours, theirs = Counter(_maths(english)), Counter(_maths(chinese))
+        assert ours == theirs, (
+            f"{name}: the Chinese page's equations differ from the English "
+            f"page's: {[m for m in ours if m not in theirs][:3]} became "
+            f"{[m for m in theirs if m not in ours][:3]}"
+        )
+        lost = [m for m in theirs if m.strip(r"\[]() :") == ""]
+        assert not lost, f"{name}: an equation reads {lost[0]!r}"
+
+
 def test_the_chinese_edition_executed_nothing(chinese_pages):
     """Its outputs are the English build's: every notebook's came from the
     execution cache the English build filled."""

@@ -20,6 +20,7 @@ Every page of either edition links to the same page of the other.
 """
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx import addnodes
+from sphinx.search.zh import SearchChinese
 from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 from sphinx.util.nodes import extract_messages
@@ -203,6 +205,43 @@ class OutputsStayAsRun(SphinxTransform):
                 node["translatable"] = False
 
 
+CHINESE_CHARACTER = re.compile(r"[\u3400-\u9fff]")
+
+
+class DisplayMathTranslated(SphinxTransform):
+    """A display equation in Chinese. Sphinx's translation (priority 20)
+    hands a translated equation to the parser as reStructuredText's "::"
+    and an indented block, which a MyST page reads as the text "::", so the
+    equation was lost. Here the catalog's equation goes in directly."""
+
+    default_priority = 11
+
+    def apply(self):
+        if not is_chinese(self.config):
+            return
+        translated = catalog(self.env.docname)
+        for node in self.document.findall(nodes.math_block):
+            message = node.rawsource or node.astext()
+            if message in translated:
+                node[:] = [nodes.Text(translated[message])]
+            node["translatable"] = False  # done here, or the same in both
+
+
+class ChineseSearch(SearchChinese):
+    """Sphinx's Chinese search, finding single characters too: 头 finds the
+    pages about heads. Sphinx indexes the words jieba cuts and drops every
+    one-letter word; here each Chinese character is indexed as well, and
+    kept."""
+
+    def split(self, input):
+        return super().split(input) + CHINESE_CHARACTER.findall(input)
+
+    def word_filter(self, stemmed_word):
+        return bool(CHINESE_CHARACTER.fullmatch(stemmed_word)) or (
+            super().word_filter(stemmed_word)
+        )
+
+
 def untranslated(doctree, translated):
     """The messages of a translated page's prose that its catalog
     (``translated``) lacks, and those whose translation Sphinx could not put
@@ -335,8 +374,6 @@ class _Terms(set):
 
 
 def _quick_latin_terms():
-    from sphinx.search.zh import SearchChinese
-
     SearchChinese.latin_terms = _Terms()
 
 
@@ -404,6 +441,8 @@ def _link_editions(app, pagename, templatename, context, doctree):
 
 def setup(app):
     app.add_transform(OutputsStayAsRun)
+    app.add_transform(DisplayMathTranslated)
+    app.add_search_language(ChineseSearch)
     app.connect("config-inited", _chinese_settings)
     app.connect("builder-inited", _own_output_folder, priority=600)
     # at once where every notebook is cached, else once the English build
