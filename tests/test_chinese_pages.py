@@ -65,3 +65,39 @@ def test_chinese_search_finds_words(site, browser):
         assert not script_errors, script_errors
         assert any("/zh/notebooks/" in path for path in found), (query, found)
         page.close()
+
+
+def _fonts_drawing(page, selector):
+    """The fonts Chromium drew an element's text with (its own account, over
+    the DevTools protocol): [family name]."""
+    session = page.context.new_cdp_session(page)
+    session.send("DOM.enable")
+    session.send("CSS.enable")
+    root = session.send("DOM.getDocument")["root"]["nodeId"]
+    node = session.send(
+        "DOM.querySelector", {"nodeId": root, "selector": selector}
+    )
+    fonts = session.send(
+        "CSS.getPlatformFontsForNode", {"nodeId": node["nodeId"]}
+    )
+    return [font["familyName"] for font in fonts["fonts"]]
+
+
+def test_chinese_text_is_drawn_in_a_font_that_has_it(site, browser):
+    """On a machine without a Chinese font (as this one may be), the English
+    pages' link "中文" and the Chinese pages' title and prose are drawn in the
+    font the book serves, not in boxes."""
+    base, _ = site
+    for name, selector in (
+        ("book/intro.html", "p.edition-switch a"),
+        (f"{CHINESE}book/intro.html", "a.navbar-brand"),
+        (f"{CHINESE}notebooks/01_parameters.html", "article h1"),
+    ):
+        page, script_errors = visit(browser, urljoin(base, name))
+        page.evaluate("document.fonts.ready")
+        fonts = _fonts_drawing(page, selector)
+        assert any(
+            "Noto Sans SC" in font or "CJK" in font for font in fonts
+        ), f"{name}: {selector} is drawn in {fonts}, no font with Chinese"
+        assert not script_errors, script_errors
+        page.close()

@@ -147,6 +147,25 @@ def test_the_font_has_every_chinese_character_of_the_catalogs():
     )
 
 
+def test_the_english_pages_link_to_chinese_in_two_glyphs_of_the_font():
+    """ "中文" on every English page, from a 1.8 KB cut of the same font (its
+    command is in book/_static/book.css)."""
+    from fontTools.pens.recordingPen import RecordingPen
+    from fontTools.ttLib import TTFont
+
+    fonts = ROOT / "book" / "_static" / "fonts"
+    switch = TTFont(fonts / "NotoSansSC-switch.woff")
+    book = TTFont(fonts / "NotoSansSC-book.woff")
+    assert set(switch.getBestCmap()) == {ord("中"), ord("文")}
+    for character in "中文":
+        drawn = []
+        for font in (switch, book):
+            pen = RecordingPen()
+            font.getGlyphSet()[font.getBestCmap()[ord(character)]].draw(pen)
+            drawn.append(pen.value)
+        assert drawn[0] == drawn[1], f"{character} is not the book font's"
+
+
 def emphasis(text):
     """How many bold and italic spans a message's Markdown makes."""
     from markdown_it import MarkdownIt
