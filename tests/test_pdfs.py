@@ -70,6 +70,7 @@ def test_the_pdf_of_the_book_holds_every_chapter(built_book):
         stack.extend(item) if isinstance(item, list) else every.append(item)
     gaps = [t.title for t in every if re.search(r"  | [?,.]", t.title)]
     assert not gaps, f"bookmarks with a word missing (math?): {gaps}"
+    assert_bookmarks_read_cleanly(reader)
     assert 60 <= len(reader.pages) <= 260, (
         f"the PDF has {len(reader.pages)} pages"
     )
@@ -136,8 +137,24 @@ def test_the_chinese_pdf_holds_every_chapter_in_chinese(built_book):
         item.title for item in reader.outline if not isinstance(item, list)
     ]
     assert "目录" in outline, outline
+    assert_bookmarks_read_cleanly(reader)
     assert_no_link_to_the_build(reader)
     assert_no_text_about_controls(html_root / CHINESE, text)
+
+
+def assert_bookmarks_read_cleanly(reader):
+    """Every bookmark, at every depth, is its heading's plain text: no piece
+    written twice, no space inside a bracket."""
+    stack, titles = list(reader.outline), []
+    while stack:
+        item = stack.pop()
+        stack.extend(item) if isinstance(item, list) else titles.append(
+            item.title
+        )
+    repeated = [t for t in titles if re.search(r"(\S.{4,}\S)\s*\1", t)]
+    assert not repeated, f"bookmarks with a piece written twice: {repeated}"
+    spaced = [t for t in titles if re.search(r"[(（] | [)）]", t)]
+    assert not spaced, f"bookmarks with a space inside brackets: {spaced}"
 
 
 def assert_no_link_to_the_build(reader):

@@ -363,6 +363,7 @@ def headings(book):
         for tex in texs:
             shown = shown.replace(MATH, plain_math(tex), 1)
         shown = re.sub(r" ([?,.:;!)])", r"\1", " ".join(shown.split()))
+        shown = shown.replace("( ", "(")  # "([Chapter 3](...) on ...)"
         found.append((spelled, shown))
     return found
 
@@ -378,6 +379,16 @@ def spells(name, title):
     return any(  # ``title`` with title[i : i + extra] written twice
         title[:i] + title[i : i + extra] + title[i:] == name
         for i in range(len(title) - extra + 1)
+    )
+
+
+def _within(title, name):
+    """Whether every character of ``title`` (a long one) is in ``name``, in
+    order, and they make up at least half of it."""
+    title, name = re.sub(r"\s", "", title), re.sub(r"\s", "", name)
+    rest = iter(name)
+    return len(title) >= max(8, len(name) / 2) and all(
+        c in rest for c in title
     )
 
 
@@ -417,7 +428,11 @@ def retitle_outline(pdf_path, titles):
         name = str(item["/Title"])
         for index in range(position, len(titles)):
             spelled, shown = titles[index]
-            if spells(name, spelled):
+            # the next heading also when Chromium wrote more than one of its
+            # lines twice (a Chinese heading broken around its math)
+            if spells(name, spelled) or (
+                index == position and _within(spelled, name)
+            ):
                 item[NameObject("/Title")] = TextStringObject(shown)
                 renamed.append((reference, item))
                 position = index + 1
