@@ -9,7 +9,9 @@ import json
 import re
 import shutil
 import subprocess
+import tempfile
 import unicodedata
+from pathlib import Path
 
 import pytest
 from browsing import CHINESE, page_texts, skip_without_a_browser
@@ -71,6 +73,7 @@ def test_the_pdf_of_the_book_holds_every_chapter(built_book):
     gaps = [t.title for t in every if re.search(r"  | [?,.]", t.title)]
     assert not gaps, f"bookmarks with a word missing (math?): {gaps}"
     assert_bookmarks_read_cleanly(reader)
+    assert_no_page_nearly_empty(pdf, reader)
     assert 60 <= len(reader.pages) <= 260, (
         f"the PDF has {len(reader.pages)} pages"
     )
@@ -138,6 +141,7 @@ def test_the_chinese_pdf_holds_every_chapter_in_chinese(built_book):
     ]
     assert "目录" in outline, outline
     assert_bookmarks_read_cleanly(reader)
+    assert_no_page_nearly_empty(pdf, reader)
     assert_no_link_to_the_build(reader)
     assert_no_text_about_controls(html_root / CHINESE, text)
 
@@ -155,6 +159,51 @@ def assert_bookmarks_read_cleanly(reader):
     assert not repeated, f"bookmarks with a piece written twice: {repeated}"
     spaced = [t for t in titles if re.search(r"[(（] | [)）]", t)]
     assert not spaced, f"bookmarks with a space inside brackets: {spaced}"
+
+
+def assert_no_page_nearly_empty(pdf, reader):
+    """Every page is at least a quarter full (as far down as its ink goes),
+    except the last before a new sheet: a chapter's last page, the title,
+    the contents, the book's last page. Checked where poppler's pdftoppm
+    draws the pages."""
+    if not shutil.which("pdftoppm"):
+        return
+    import numpy as np
+    from PIL import Image
+
+    # the page each top-level bookmark starts on, and whether it is a
+    # chapter ("1. ..."), the title or the contents: a page may end those
+    # short
+    starts = {0: True}  # the title page
+    for item in reader.outline:
+        if isinstance(item, list):
+            continue
+        page = reader.get_destination_page_number(item)
+        if page:
+            chapter = re.match(r"\d+\. ", item.title)
+            starts[page] = bool(chapter) or item.title in ("Contents", "目录")
+    starts.setdefault(len(reader.pages), True)
+
+    def may_end_short(index):  # the last page of a chapter, say
+        if index + 1 not in starts:
+            return False
+        return starts[max(s for s in starts if s <= index)]
+
+    with tempfile.TemporaryDirectory() as folder:
+        subprocess.run(
+            ["pdftoppm", "-r", "12", "-gray", str(pdf), f"{folder}/p"],
+            check=True,
+            timeout=300,
+        )
+        sparse = []
+        for index, path in enumerate(sorted(Path(folder).glob("p-*"))):
+            ink = np.asarray(Image.open(path)) < 160  # (rows, columns)
+            body = ink[: int(0.9 * len(ink))]  # above the page number
+            rows = np.flatnonzero(body.any(axis=1))
+            depth = (rows[-1] + 1) / len(body) if len(rows) else 0.0
+            if depth < 0.25 and not may_end_short(index):
+                sparse.append((index + 1, round(depth, 2)))
+    assert not sparse, f"nearly empty pages (page, share used): {sparse}"
 
 
 def assert_no_link_to_the_build(reader):

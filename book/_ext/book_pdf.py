@@ -293,10 +293,21 @@ def one_document(outdir, docnames, title, subtitle, language="en"):
             WORDS[language.split("-")[0]]["contents"],
         )
     )
-    for _, article, _ in pages:
-        section = book.new_tag("section", attrs={"class": "pdf-page"})
+    previous = ""
+    for _, article, docname in pages:
+        # the first page starts a sheet, each chapter too, and the first
+        # page after one; the pages around them run on (a sheet for a list's
+        # last item left it nearly empty)
+        chapter = docname.startswith("notebooks/")
+        new_sheet = (
+            chapter or not previous or previous.startswith("notebooks/")
+        )
+        section = book.new_tag(
+            "section", attrs={"class": "pdf-page" if new_sheet else "pdf-on"}
+        )
         section.extend(list(article.children))
         book.body.append(section)
+        previous = docname
     style = book.new_tag("style")
     style.string = PRINT_CSS
     book.head.append(style)
