@@ -79,6 +79,28 @@ def test_every_equation_of_an_english_page_is_on_its_chinese_twin(twins):
         assert not lost, f"{name}: an equation reads {lost[0]!r}"
 
 
+def test_the_tables_a_chapter_prints_have_chinese_headers(twins):
+    """Their numbers are the run's, the same in both editions (checked
+    below); the words of their header cells come from
+    ``locale/zh_CN/outputs.po``, where code names and symbols stay."""
+    from babel.messages.pofile import read_po
+
+    with open(ROOT / "locale" / "zh_CN" / "outputs.po", "rb") as file:
+        kept = {m.id for m in read_po(file) if m.id and m.id == m.string}
+    headers, english_left = 0, []
+    for name, english, chinese in twins:
+        select = "article .cell_output thead th"
+        ours, theirs = english.select(select), chinese.select(select)
+        assert len(ours) == len(theirs), name
+        for cell in theirs:
+            text = re.sub(r"\\\(.*?\\\)", "", cell.get_text(" ", strip=True))
+            headers += 1
+            if re.search("[A-Za-z]{2}", text) and not CJK.search(text):
+                if text not in kept:
+                    english_left.append((name, text))
+    assert headers > 150 and not english_left, english_left[:10]
+
+
 def test_the_chinese_edition_executed_nothing(chinese_pages):
     """Its outputs are the English build's: every notebook's came from the
     execution cache the English build filled."""
@@ -91,7 +113,15 @@ def test_the_chinese_edition_executed_nothing(chinese_pages):
 
 
 def _outputs(page):
-    return [str(div) for div in page.select("div.cell_output")]
+    """Every code cell's output as HTML, its tables' header cells left out:
+    the Chinese edition translates their words (checked above)."""
+    found = []
+    for div in page.select("div.cell_output"):
+        div = BeautifulSoup(str(div), "html.parser")
+        for head in div.select("thead"):
+            head.decompose()
+        found.append(str(div))
+    return found
 
 
 def test_every_output_and_glued_number_is_the_same_in_both(

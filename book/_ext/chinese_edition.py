@@ -167,18 +167,23 @@ _catalogs = {}
 def catalog(docname):
     """{message: translation} of one page's catalog, fuzzy and empty
     translations left out."""
-    if docname not in _catalogs:
+    return catalog_file(LOCALE / f"{docname}.po")
+
+
+def catalog_file(path):
+    """{message: translation} of a catalog file (none if it is missing),
+    fuzzy and empty translations left out."""
+    if path not in _catalogs:
         from babel.messages.pofile import read_po
 
-        path = LOCALE / f"{docname}.po"
         translated = {}
         if path.is_file():
             with open(path, "rb") as file:
                 for message in read_po(file):
                     if message.id and message.string and not message.fuzzy:
                         translated[message.id] = message.string
-        _catalogs[docname] = translated
-    return _catalogs[docname]
+        _catalogs[path] = translated
+    return _catalogs[path]
 
 
 def _is_output(node):
@@ -225,6 +230,37 @@ class DisplayMathTranslated(SphinxTransform):
             if message in translated:
                 node[:] = [nodes.Text(translated[message])]
             node["translatable"] = False  # done here, or the same in both
+
+
+# the words of the header cells of the tables the chapters print
+HEADERS = ROOT / "locale" / LANGUAGE / "outputs.po"
+
+
+class TableHeadersTranslated(SphinxTransform):
+    """The header cells of the tables a chapter prints, in Chinese: the
+    numbers below them are the run's, the words come from
+    ``locale/zh_CN/outputs.po``. A header the catalog lacks is a warning."""
+
+    default_priority = 12
+
+    def apply(self):
+        if not is_chinese(self.config):
+            return
+        words = catalog_file(HEADERS)
+        for head in self.document.findall(nodes.thead):
+            if not _is_output(head):
+                continue
+            for text in list(head.findall(nodes.Text)):
+                key = text.astext().strip()
+                if key in words:
+                    new = nodes.Text(text.astext().replace(key, words[key]))
+                    text.parent.replace(text, new)
+                elif re.search("[A-Za-z]{2}", key):
+                    logger.warning(
+                        f"a table header without a translation: {key!r} "
+                        f"(add it to {HEADERS.relative_to(ROOT)})",
+                        location=self.env.docname,
+                    )
 
 
 class ChineseSearch(SearchChinese):
@@ -442,6 +478,7 @@ def _link_editions(app, pagename, templatename, context, doctree):
 def setup(app):
     app.add_transform(OutputsStayAsRun)
     app.add_transform(DisplayMathTranslated)
+    app.add_transform(TableHeadersTranslated)
     app.add_search_language(ChineseSearch)
     app.connect("config-inited", _chinese_settings)
     app.connect("builder-inited", _own_output_folder, priority=600)
