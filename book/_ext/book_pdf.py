@@ -76,6 +76,13 @@ p.mha-scroll-hint { display: none; }
 /* a figure stays whole; a long table or printout runs on to the next page
    (kept whole, it would leave the page before it nearly blank) */
 figure, img, svg, tr, div.cell_output:has(img, svg) { break-inside: avoid; }
+/* Chromium keeps a scrolling box on one page: on paper a table does not
+   scroll, so a long one can run on */
+.pst-scrollable-table-container, div.cell_output table {
+  overflow: visible !important;
+}
+div.cell_output table { display: table !important; }
+div.cell_output:has(table) { break-inside: auto !important; }
 h1, h2, h3 { break-after: avoid; break-inside: avoid; }
 /* a solution's printout stays with the end of its code, not alone on the
    page before the next chapter */
@@ -149,7 +156,11 @@ def for_paper(article, prefix):
         for fold in cell.select("details.above-input"):
             fold.decompose()
     for table in article.select("details.mha-table"):
-        table["open"] = ""
+        # printed open, as a plain block: Chromium does not split a
+        # <details> across pages, so a long table moved whole to the next
+        # page and left the one before nearly empty
+        table.name = "div"
+        table.find("summary").name = "p"
     for cell in article.select(
         "div.cell.tag_hide-cell, div.cell.tag_hide-output"
     ):
