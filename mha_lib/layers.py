@@ -417,6 +417,11 @@ def _head_part(mask, index):
 def _spec(d_model, num_heads, sizes, *, chunked):
     """The layer's :class:`AttentionSpec`: ``d_model`` is one, or the sizes
     make one."""
+    if "chunked" in sizes:
+        raise TypeError(
+            "the class sets chunked: use ChunkedAttention for the chunked "
+            "layer, MultiHeadAttention for the others"
+        )
     if not isinstance(d_model, AttentionSpec):
         return AttentionSpec(d_model, num_heads, chunked=chunked, **sizes)
     if num_heads is not None or sizes:

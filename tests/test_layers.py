@@ -570,3 +570,20 @@ def test_a_row_masked_in_one_head_only_is_dead_in_that_head_alone():
             torch.testing.assert_close(
                 weights[0, head, 2].sum(), torch.tensor(1.0)
             )
+
+
+def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
+    spec = mha_lib.AttentionSpec(16, 4, head_dim=16)
+    layer = mha_lib.MultiHeadAttention(spec)
+    assert layer.spec is spec and layer.head_dim == 16
+    assert isinstance(mha_lib.layer_for(spec), mha_lib.MultiHeadAttention)
+    chunked = mha_lib.AttentionSpec(16, 4, chunked=True)
+    assert type(mha_lib.layer_for(chunked)) is mha_lib.ChunkedAttention
+    with pytest.raises(ValueError, match="ChunkedAttention"):
+        mha_lib.MultiHeadAttention(chunked)
+    with pytest.raises(TypeError, match="not both"):
+        mha_lib.MultiHeadAttention(spec, 4)
+    with pytest.raises(TypeError, match="use ChunkedAttention"):
+        mha_lib.MultiHeadAttention(16, 4, chunked=True)
+    with pytest.raises(ValueError, match="one size per head"):
+        mha_lib.PerHeadAttention(16, 4, value_dim=2)
