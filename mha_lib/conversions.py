@@ -21,6 +21,21 @@ from .checks import check_instance, check_positive_int, check_tensor
 from .layers import MultiHeadAttention, PerHeadAttention
 
 
+def _check_plain(layer, caller):
+    """Refuse a chunked layer and one whose weights are stacked for several
+    seeds: their weights have other shapes."""
+    if layer.spec.chunked:
+        raise ValueError(
+            f"{caller} needs a layer whose heads read the whole input; a "
+            "chunked layer's heads read one chunk each"
+        )
+    if not isinstance(layer.q_proj, nn.Linear):
+        raise TypeError(
+            f"{caller} needs one layer, and this one holds several seeds' "
+            "weights stacked; unstack them into single models first"
+        )
+
+
 def _copy(target, source):
     with torch.no_grad():
         target.copy_(source)
@@ -84,6 +99,7 @@ def to_torch(layer):
     """``MultiHeadAttention`` (standard, no GQA, the default scale) ->
     ``nn.MultiheadAttention(batch_first=True)`` with the same dropout."""
     check_instance(layer, MultiHeadAttention, "to_torch")
+    _check_plain(layer, "to_torch")
     standard = layer.spec.kind == "standard"
     if not standard or layer.num_kv_heads != layer.num_heads:
         raise ValueError(
@@ -124,6 +140,7 @@ def to_per_head(layer):
     """``MultiHeadAttention`` -> ``PerHeadAttention`` whose head i holds the
     i-th weight blocks."""
     check_instance(layer, MultiHeadAttention, "to_per_head")
+    _check_plain(layer, "to_per_head")
     if layer.num_kv_heads != layer.num_heads:
         raise ValueError(
             "to_per_head needs one key/value head per query head; this layer "
@@ -136,29 +153,12 @@ def to_per_head(layer):
             "to_per_head needs value_dim == head_dim (AttentionHead has one "
             f"size); got {layer.extra_repr()}"
         )
-    has_bias = layer.q_proj.bias is not None
     per_head = _like(PerHeadAttention(layer.spec), layer)
-    for name in ("q_proj", "k_proj", "v_proj"):
-        fused = getattr(layer, name)
-        # head_dim rows per head
-        weight_blocks = fused.weight.split(layer.head_dim, dim=0)
-        bias_blocks = (
-            fused.bias.split(layer.head_dim)
-            if has_bias
-            else [None] * layer.num_heads
-        )
-        for head, weight_block, bias_block in zip(
-            per_head.heads, weight_blocks, bias_blocks
-        ):
-            _copy(getattr(head, name).weight, weight_block)
-            if has_bias:
-                _copy(getattr(head, name).bias, bias_block)
-    # head_dim columns per head
-    out_blocks = layer.out_proj.weight.split(layer.head_dim, dim=1)
-    for head, block in zip(per_head.heads, out_blocks):
-        _copy(head.out_proj.weight, block)
-    if has_bias:
-        _copy(per_head.out_bias, layer.out_proj.bias)
+    for fused, parts, dim in _blocks(layer, per_head):
+        # head i owns the i-th block of rows (columns for W_O)
+        blocks = [fused] if dim is None else fused.split(layer.head_dim, dim)
+        for part, block in zip(parts, blocks):
+            _copy(part, block)
     return per_head
 
 
@@ -166,25 +166,26 @@ def to_fused(per_head):
     """``PerHeadAttention`` -> ``MultiHeadAttention``: stack the heads' blocks
     back into one layer."""
     check_instance(per_head, PerHeadAttention, "to_fused")
-    has_bias = per_head.out_bias is not None
     layer = _like(MultiHeadAttention(per_head.spec), per_head)
-    for name in ("q_proj", "k_proj", "v_proj"):
-        parts = [getattr(head, name) for head in per_head.heads]
-        _copy(
-            getattr(layer, name).weight,
-            torch.cat([p.weight for p in parts], dim=0),
-        )
-        if has_bias:
-            _copy(
-                getattr(layer, name).bias, torch.cat([p.bias for p in parts])
-            )
-    _copy(
-        layer.out_proj.weight,
-        torch.cat([h.out_proj.weight for h in per_head.heads], dim=1),
-    )
-    if has_bias:
-        _copy(layer.out_proj.bias, per_head.out_bias)
+    for fused, parts, dim in _blocks(layer, per_head):
+        _copy(fused, parts[0] if dim is None else torch.cat(parts, dim))
     return layer
+
+
+def _blocks(layer, per_head):
+    """``(fused tensor, its per-head parts, the axis they stack along)`` for
+    every parameter of a fused layer and its per-head twin; the shared
+    output bias is whole (axis ``None``)."""
+    for name in ("q_proj", "k_proj", "v_proj"):
+        fused = getattr(layer, name)
+        heads = [getattr(head, name) for head in per_head.heads]
+        yield fused.weight, [h.weight for h in heads], 0
+        if fused.bias is not None:
+            yield fused.bias, [h.bias for h in heads], 0
+    heads = [head.out_proj.weight for head in per_head.heads]
+    yield layer.out_proj.weight, heads, 1
+    if layer.out_proj.bias is not None:
+        yield layer.out_proj.bias, [per_head.out_bias], None
 
 
 def _check_qkv_rows(tensor, num_heads, name):

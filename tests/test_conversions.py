@@ -211,3 +211,15 @@ def test_torch_layers_keep_their_dropout_both_ways():
     # the default scale written out is the default scale
     explicit = mha_lib.MultiHeadAttention(8, 2, scale=4**-0.5)
     assert mha_lib.to_torch(explicit).batch_first
+
+
+def test_a_chunked_or_stacked_layer_is_refused_with_a_reason():
+    from mha_lib.course.stacking import stacked
+
+    chunked = mha_lib.ChunkedAttention(16, 4)
+    together = stacked([mha_lib.MultiHeadAttention(16, 4) for _ in range(3)])
+    for convert in (mha_lib.to_per_head, mha_lib.to_torch):
+        with pytest.raises(ValueError, match="chunk"):
+            convert(chunked)
+        with pytest.raises(TypeError, match="several seeds"):
+            convert(together)
