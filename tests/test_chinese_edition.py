@@ -82,7 +82,8 @@ def test_every_equation_of_an_english_page_is_on_its_chinese_twin(twins):
 def test_the_tables_a_chapter_prints_have_chinese_headers(twins):
     """Their numbers are the run's, the same in both editions (checked
     below); the words of their header cells come from
-    ``locale/zh_CN/outputs.po``, where code names and symbols stay."""
+    ``locale/zh_CN/outputs.po``, where code names and symbols stay. The
+    line that folds a table or a section's claims is Chinese too."""
     from babel.messages.pofile import read_po
 
     with open(ROOT / "locale" / "zh_CN" / "outputs.po", "rb") as file:
@@ -99,6 +100,13 @@ def test_the_tables_a_chapter_prints_have_chinese_headers(twins):
                 if text not in kept:
                     english_left.append((name, text))
     assert headers > 150 and not english_left, english_left[:10]
+    folds = [
+        (name, line.get_text())
+        for name, _, chinese in twins
+        for line in chinese.select("article .cell_output details > summary")
+    ]
+    english_folds = [fold for fold in folds if not CJK.search(fold[1])]
+    assert len(folds) > 40 and not english_folds, english_folds[:5]
 
 
 def test_the_chinese_edition_executed_nothing(chinese_pages):
@@ -113,12 +121,13 @@ def test_the_chinese_edition_executed_nothing(chinese_pages):
 
 
 def _outputs(page):
-    """Every code cell's output as HTML, its tables' header cells left out:
-    the Chinese edition translates their words (checked above)."""
+    """Every code cell's output as HTML, its tables' header cells and the
+    lines that fold claims and tables left out: the Chinese edition
+    translates their words (checked above)."""
     found = []
     for div in page.select("div.cell_output"):
         div = BeautifulSoup(str(div), "html.parser")
-        for head in div.select("thead"):
+        for head in div.select("thead, summary"):
             head.decompose()
         found.append(str(div))
     return found

@@ -19,6 +19,7 @@ notebooks' run and are the same in both editions.
 Every page of either edition links to the same page of the other.
 """
 
+import html
 import json
 import re
 import subprocess
@@ -263,6 +264,55 @@ class TableHeadersTranslated(SphinxTransform):
                     )
 
 
+# the one line of a chapter's checked claims (mha_lib.course.report), in
+# Chinese; the claims it opens to stay as the run wrote them
+CLAIM_LINES = [
+    (r"✓ (\d+) claims? checked", r"✓ 已检验 \1 条论断"),
+    (r"✗ (\d+) of (\d+) claims failed", r"✗ \2 条论断中有 \1 条不成立"),
+    (
+        r"✓ (\d+) claims held again, on seeds ([\d-]+)",
+        r"✓ \1 条论断在种子 \2 上再次成立",
+    ),
+]
+
+
+class FoldLinesTranslated(SphinxTransform):
+    """The line that folds a chapter's claims or a long table, in Chinese:
+    the claims' count by :data:`CLAIM_LINES`, a table's words from
+    ``locale/zh_CN/outputs.po``."""
+
+    default_priority = 12
+
+    def apply(self):
+        if not is_chinese(self.config):
+            return
+        words = catalog_file(HEADERS)
+        for raw in list(self.document.findall(nodes.raw)):
+            text = raw.astext()
+            if "<summary>" not in text or not _is_output(raw):
+                continue
+
+            def translate(match):
+                line = html.unescape(match.group(1))
+                for pattern, chinese in CLAIM_LINES:
+                    if re.fullmatch(pattern, line):
+                        line = re.sub(pattern, chinese, line)
+                        break
+                else:
+                    if line not in words:
+                        logger.warning(
+                            f"a folded table's line without a translation: "
+                            f"{line!r} (add it to "
+                            f"{HEADERS.relative_to(ROOT)})",
+                            location=self.env.docname,
+                        )
+                    line = words.get(line, line)
+                return f"<summary>{html.escape(line)}</summary>"
+
+            new = re.sub(r"<summary>(.*?)</summary>", translate, text)
+            raw.parent.replace(raw, nodes.raw(new, new, **raw.attributes))
+
+
 class ChineseSearch(SearchChinese):
     """Sphinx's Chinese search, finding single characters too: 头 finds the
     pages about heads. Sphinx indexes the words jieba cuts and drops every
@@ -479,6 +529,7 @@ def setup(app):
     app.add_transform(OutputsStayAsRun)
     app.add_transform(DisplayMathTranslated)
     app.add_transform(TableHeadersTranslated)
+    app.add_transform(FoldLinesTranslated)
     app.add_search_language(ChineseSearch)
     app.connect("config-inited", _chinese_settings)
     app.connect("builder-inited", _own_output_folder, priority=600)
