@@ -129,8 +129,31 @@ def _outputs(page):
         div = BeautifulSoup(str(div), "html.parser")
         for head in div.select("thead, summary"):
             head.decompose()
+        for script in div.select("script"):
+            script.string = re.sub(
+                r'("name":|"labels":)("[^"]*"|\[[^\]]*\])',
+                r"\1…",
+                script.get_text(),
+            )
         found.append(str(div))
     return found
+
+
+def test_the_controls_of_a_figure_are_named_in_chinese(twins):
+    """Their names and word choices (task: 偏移复制) come from
+    ``locale/zh_CN/outputs.po``; numbers and sentences of the data stay."""
+    names = []
+    for _, _, chinese in twins:
+        for script in chinese.select("article .cell_output script"):
+            for bind in re.findall(r'"bind":(\{[^{}]*\})', script.get_text()):
+                bind = json.loads(bind)
+                names += [bind.get("name", "")] + [
+                    label
+                    for label in bind.get("labels", [])
+                    if re.fullmatch(r"[A-Za-z][A-Za-z ]*", label)
+                ]
+    english = [n for n in names if len(n.strip()) > 1 and not CJK.search(n)]
+    assert len(names) >= 6 and not english, english
 
 
 def test_every_output_and_glued_number_is_the_same_in_both(

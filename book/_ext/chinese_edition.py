@@ -313,6 +313,64 @@ class FoldLinesTranslated(SphinxTransform):
             raw.parent.replace(raw, nodes.raw(new, new, **raw.attributes))
 
 
+class ControlsTranslated(SphinxTransform):
+    """The names and choices of an interactive figure's controls, in
+    Chinese, from ``locale/zh_CN/outputs.po``: the figure's data and what a
+    control selects stay as the run wrote them."""
+
+    default_priority = 12
+    SPEC = re.compile(r"(vegaEmbed\(\"#[\w-]+\", )(\{.*\})(, \{actions)", re.S)
+
+    def apply(self):
+        if not is_chinese(self.config):
+            return
+        words = catalog_file(HEADERS)
+        for raw in list(self.document.findall(nodes.raw)):
+            match = self.SPEC.search(raw.astext())
+            if not match or not _is_output(raw):
+                continue
+            spec = json.loads(match.group(2).replace("<\\/", "</"))
+            for bind in _binds(spec):
+                if "name" in bind:
+                    name = bind["name"].strip()
+                    bind["name"] = bind["name"].replace(
+                        name, self._word(words, name)
+                    )
+                if "labels" in bind:
+                    bind["labels"] = [
+                        self._word(words, label) for label in bind["labels"]
+                    ]
+            text = json.dumps(spec, separators=(",", ":")).replace(
+                "</", "<\\/"
+            )
+            source = raw.astext()
+            new = source[: match.start(2)] + text + source[match.end(2) :]
+            raw.parent.replace(raw, nodes.raw(new, new, **raw.attributes))
+
+    def _word(self, words, word):
+        """``word`` in Chinese; a number or sentence of the data stays."""
+        if word in words or not re.fullmatch(r"[A-Za-z][A-Za-z ]*", word):
+            return words.get(word, word)
+        logger.warning(
+            f"a control's word without a translation: {word!r} (add it to "
+            f"{HEADERS.relative_to(ROOT)})",
+            location=self.env.docname,
+        )
+        return word
+
+
+def _binds(spec):
+    """Every ``bind`` of a Vega-Lite spec's parameters, at any depth."""
+    if isinstance(spec, dict):
+        if isinstance(spec.get("bind"), dict):
+            yield spec["bind"]
+        for value in spec.values():
+            yield from _binds(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            yield from _binds(value)
+
+
 class ChineseSearch(SearchChinese):
     """Sphinx's Chinese search, finding single characters too: 头 finds the
     pages about heads. Sphinx indexes the words jieba cuts and drops every
@@ -530,6 +588,7 @@ def setup(app):
     app.add_transform(DisplayMathTranslated)
     app.add_transform(TableHeadersTranslated)
     app.add_transform(FoldLinesTranslated)
+    app.add_transform(ControlsTranslated)
     app.add_search_language(ChineseSearch)
     app.connect("config-inited", _chinese_settings)
     app.connect("builder-inited", _own_output_folder, priority=600)
