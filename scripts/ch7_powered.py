@@ -17,8 +17,8 @@ The new seeds train in blocks of four (one part each, kept in a partial file
 beside the result), the central variants first, so a run that stops resumes
 where it stopped; ``--threads`` sets the CPU threads (default 1, which leaves
 the other core of a 2-core machine free), and ``--worker I --workers N``
-trains every N-th part, starting at the I-th, beside other workers (a plain
-run afterwards gathers the parts).
+trains every N-th part not yet done, starting at the I-th, beside other
+workers (a plain run afterwards gathers the parts).
 """
 
 import argparse
@@ -114,15 +114,22 @@ def main():
             corpus, validation, name, block, [lr] * len(block), device, 1500
         )
 
-    if args.worker is not None:
-        for name, lr, block in plan[args.worker :: args.workers]:
-            key = f"{name} @ {lr} seeds {block[0]}-{block[-1]}"
-            parts.get(key, lambda n=name, r=lr, b=block: run(n, r, b))
+    def key(name, lr, block):
+        return f"{name} @ {lr} seeds {block[0]}-{block[-1]}"
+
+    if args.worker is not None:  # every N-th part of those not yet done
+        todo = [p for p in plan if key(*p) not in parts]
+        for name, lr, block in todo[args.worker :: args.workers]:
+            parts.get(
+                key(name, lr, block),
+                lambda n=name, r=lr, b=block: run(n, r, b),
+            )
         return
     done = {}
     for name, lr, block in plan:
-        key = f"{name} @ {lr} seeds {block[0]}-{block[-1]}"
-        done[key] = parts.get(key, lambda n=name, r=lr, b=block: run(n, r, b))
+        done[key(name, lr, block)] = parts.get(
+            key, lambda n=name, r=lr, b=block: run(n, r, b)
+        )
     data = {
         "settings": {
             "steps": 1500,
