@@ -18,7 +18,7 @@ import threading
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
-from support import extension
+from support import NOTEBOOKS, ROOT, extension
 
 # the flags and the quiet file server the build prints the PDF with
 _book_pdf = extension("book_pdf")
@@ -305,20 +305,70 @@ def check_pages(names, site, opened, controls=True):
 FIGURES = """imgs => imgs.map(i => {
   const box = i.parentElement.classList.contains("mha-figure-scroll")
     ? i.parentElement : i;
-  const size = parseFloat(i.style.width) || i.naturalWidth;
   return {src: i.src, right: box.getBoundingClientRect().right,
-          scale: i.getBoundingClientRect().width / size,
+          shown: i.getBoundingClientRect().width,
           figure: i.closest("div.cell_output") !== null};
 })"""
 
 
+def figures_as_drawn():
+    """Every figure of the built chapters, in its four renderings (``en``,
+    ``zh``, ``narrow``, ``zh-narrow``): a list of ``{rendering: (image file
+    name, what mha_lib.course.figure_editions measured of it)}``."""
+    import base64
+    import hashlib
+
+    import nbformat
+    from jupyter_cache import get_cache
+
+    from mha_lib.course.figure_editions import MIME
+
+    cache = get_cache(ROOT / "_build" / ".jupyter_cache")
+    figures = []
+    for path in NOTEBOOKS:
+        source = nbformat.read(path, as_version=4)
+        _, notebook = cache.merge_match_into_notebook(source)
+        for cell in notebook.cells:
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                if MIME not in data:
+                    continue
+                bundle = data[MIME]
+                pngs = {"en": data["image/png"]}
+                pngs.update(
+                    (n, bundle[n]) for n in ("zh", "narrow", "zh-narrow")
+                )
+                figures.append(
+                    {
+                        name: (
+                            hashlib.sha256(base64.b64decode(png)).hexdigest()
+                            + ".png",
+                            bundle["checks"][name],
+                        )
+                        for name, png in pngs.items()
+                    }
+                )
+    return figures
+
+
+def figure_checks():
+    """``{image file name: what its drawing measured}`` for every rendering
+    of every figure of the built chapters."""
+    return {
+        file: checks
+        for figure in figures_as_drawn()
+        for file, checks in figure.values()
+    }
+
+
 def check_phone_width(names, opened):
     """At 390 px the page itself must not scroll sideways: wide code, tables
-    and figures scroll inside their own box. A figure is shown at no less
-    than 58 % of its size, so that its smallest text (10 pt at 100 dpi, which
-    ``tests/test_plotting.py`` holds every figure to) stays at 8 px. A page
-    opened wider is narrowed to 390 px (the theme's layout follows the width
-    as it changes) and widened again."""
+    and interactive figures scroll inside their own box. Every figure shows
+    its smallest text at 10 px or more (the page shows its narrow rendering,
+    ``book/_ext/figure_editions.py``; the sizes are those its drawing
+    measured). A page opened wider is narrowed to 390 px (the theme's layout
+    follows the width as it changes) and widened again."""
+    measured = figure_checks()
     for name in names:
         page, _ = opened(name)
         width = page.viewport_size["width"]
@@ -330,17 +380,27 @@ def check_phone_width(names, opened):
             assert too_wide <= 392, (
                 f"{name}: at 390 px the page is {too_wide} px wide"
             )
-            figures = page.eval_on_selector_all("main img", FIGURES)
+            figures = [
+                f
+                for f in page.eval_on_selector_all("main img", FIGURES)
+                if f["shown"] > 0
+            ]
             cut = [f["src"] for f in figures if f["right"] > 392]
             assert not cut, f"{name}: images cut off at 390 px: {cut}"
-            small = [
-                (f["src"].rsplit("/", 1)[-1], round(f["scale"], 2))
-                for f in figures
-                if f["figure"] and f["scale"] < 0.575
-            ]
+            small = []
+            for f in figures:
+                if not f["figure"]:
+                    continue
+                file = f["src"].rsplit("/", 1)[-1]
+                assert file in measured, f"{name}: {file} was not measured"
+                checks = measured[file]
+                text = (
+                    checks["smallest_text_px"] * f["shown"] / checks["width"]
+                )
+                if text < 10:
+                    small.append((file, round(text, 1)))
             assert not small, (
-                f"{name}: figures shown below 58 % at 390 px, their text "
-                f"under 8 px: {small}"
+                f"{name}: figure text under 10 px at 390 px: {small}"
             )
         finally:
             page.set_viewport_size({"width": width, "height": 900})

@@ -44,10 +44,14 @@ def test_chapter_page_shows_its_figures_and_no_errors(english_pages, chapter):
     ]
     figures = sum("image/png" in o.get("data", {}) for o in outputs)
     assert figures > 0, f"{chapter} drew no figure"
-    # the chapter's figures, not the theme's icons (the Colab logo)
-    images = re.findall(r'<img [^>]*src="(\.\./_images/[^"]+\.png)"', html)
-    assert len(images) == figures, (
-        f"{chapter}: {figures} figures drawn, {len(images)} on the page"
+    # the chapter's figures, not the theme's icons (the Colab logo): each
+    # as drawn and narrow (book/_ext/figure_editions.py)
+    tags = re.findall(r'<img [^>]*src="\.\./_images/[^"]+\.png"[^>]*>', html)
+    narrow = [tag for tag in tags if "mha-narrow" in tag]
+    images = [re.search(r'src="([^"]+)"', tag).group(1) for tag in tags]
+    assert len(images) == 2 * figures and len(narrow) == figures, (
+        f"{chapter}: {figures} figures drawn, {len(images)} images on the "
+        f"page, {len(narrow)} of them narrow"
     )
     for source in images:
         assert (english_pages / "notebooks" / source).resolve().is_file(), (

@@ -376,3 +376,31 @@ def test_without_a_system_chromium_the_pdf_has_playwrights_or_none(
     assert found is None or Path(found).is_file()
     assert "apt-get install chromium" in book_pdf.NO_CHROMIUM
     assert "playwright install chromium" in book_pdf.NO_CHROMIUM
+
+
+def test_a_figure_that_collides_or_is_small_on_a_phone_is_refused():
+    pytest.importorskip("sphinx")
+    figures = extension("figure_editions")
+
+    def checks(width=440, overlaps=(), covered=()):
+        return {
+            "width": width,
+            "height": 300,
+            "smallest_text_px": 15.3,
+            "overlaps": list(overlaps),
+            "legend_over_data": list(covered),
+        }
+
+    good = {
+        "checks": {n: checks() for n in ("en", "zh", "narrow", "zh-narrow")}
+    }
+    assert figures.problems(good) == []
+    bad = json.loads(json.dumps(good))
+    bad["checks"]["en"] = checks(overlaps=[["4", "4 x 1 head"]])
+    bad["checks"]["zh"] = checks(covered=["wide"])
+    bad["checks"]["narrow"] = checks(width=600)  # 15.3 px shown at 350/600
+    found = figures.problems(bad)
+    assert len(found) == 3, found
+    assert "'4' is drawn over '4 x 1 head'" in found[0]
+    assert "legend covers points of 'wide'" in found[1]
+    assert "8.9 px on a phone" in found[2]

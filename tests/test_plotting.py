@@ -128,6 +128,12 @@ def test_families_vs_cost_draws_a_median_and_a_range_per_variant():
     labels = [text.get_text() for text in axes[1].texts]
     assert labels == ["1", "x"], "a variant labelled None stays unlabelled"
     assert [t.get_text() for t in axes[0].get_xticklabels()] == ["1", "2", "4"]
+    families["b"] = [({"time": "x"}, {"flops": 4.0, "time": 20.0}, [1.0])]
+    axes = plotting.families_vs_cost(families, ylabel="bits")
+    assert [t.get_text() for t in axes[0].texts] == ["1"]
+    assert [t.get_text() for t in axes[1].texts] == ["1", "x"], (
+        "a label given per cost shows in its panels only"
+    )
     too_many = {str(i): families["b"] for i in range(9)}
     with pytest.raises(ValueError, match="families"):
         plotting.families_vs_cost(too_many, ylabel="bits")
@@ -149,8 +155,9 @@ def code_of_the_book():
 
 
 def test_no_figure_text_is_set_below_the_smallest_size():
-    """Together with the phone test (figures shown at 58 % or more, in
-    tests/browsing.py), this keeps every figure's text at 8 px on a phone."""
+    """Together with the figures' narrow renderings (measured by the phone
+    test, tests/browsing.py), this keeps every figure's text at 10 px on a
+    phone, and at 8 px where a wide rendering is shown at 58 %."""
     smallest = plotting.SMALLEST_TEXT_PT
     style = {
         key: value

@@ -166,8 +166,9 @@ def how_to_run(extras, edition):
 
 def plain_chapter(notebook, extras, edition, catalog=None):
     """The executed ``notebook`` as a reader downloads it: its Markdown plain
-    (in Chinese from ``catalog`` for the Chinese edition), opened by how to
-    run it. Raises ``ValueError`` where MyST syntax is left."""
+    (in Chinese from ``catalog`` for the Chinese edition) and its figures as
+    drawn for the edition, opened by how to run it. Raises ``ValueError``
+    where MyST syntax is left."""
     from plain_notebook import (
         check_plain,
         citations,
@@ -176,8 +177,16 @@ def plain_chapter(notebook, extras, edition, catalog=None):
         translated,
     )
 
+    from mha_lib.course.figure_editions import MIME
+
     glued, cited = glued_values(notebook), citations()
     for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            # a figure as drawn for the edition; the page's other renderings
+            # stay with the book
+            renderings = output.get("data", {}).pop(MIME, None)
+            if renderings is not None and edition == "zh":
+                output["data"]["image/png"] = renderings["zh"]
         if cell.cell_type != "markdown":
             continue
         text = (

@@ -1,8 +1,11 @@
-// On a narrow screen a figure is shown at no less than 58 % of its size, so
-// that its smallest text (10 pt at 100 dpi, mha_lib.course.plotting.SMALLEST_TEXT_PT)
-// stays at 8 pixels or more; a figure that is then wider than the column
-// scrolls sideways in its own box instead of shrinking further. A figure or a
-// table that scrolls sideways says so in a line below it.
+// Below 720 pixels the page shows each figure's narrow rendering, drawn so
+// that a phone shows its smallest text at 10 pixels or more
+// (book/_ext/figure_editions.py). Wider, a figure is shown at no less than
+// 58 % of its size, so that its smallest text (10 pt at 100 dpi,
+// mha_lib.course.plotting.SMALLEST_TEXT_PT) stays at 8 pixels or more; a
+// figure that is then wider than the column scrolls sideways in its own box
+// instead of shrinking further. A figure or a table that scrolls sideways says
+// so in a line below it.
 (function () {
   const SMALLEST_SCALE = 0.58;
 

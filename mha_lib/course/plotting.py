@@ -6,11 +6,11 @@ figure of the default size, 6.4 inches at 100 dpi, fills most of the book's
 750-pixel text column at its natural size, and its type is then about as large
 as the text around it. A figure wider than about 7.5 inches is shrunk to the
 column, and its type with it: prefer several narrower figures. No text is set
-below :data:`SMALLEST_TEXT_PT`; on a phone the book shows a figure at no less
-than 58 % of its size (``book/_static/figures.js``), so that text stays at 8
-pixels or more. In a notebook, figures are drawn with :data:`PIXEL_DENSITY`
-times the pixels of their size, sharp on a fine screen and printed at over 200
-pixels per inch.
+below :data:`SMALLEST_TEXT_PT`. For a phone the book draws each figure again,
+narrow, its panels stacked (:mod:`mha_lib.course.figure_editions`), so that
+its text shows at 10 pixels or more. In a notebook, figures are drawn with
+:data:`PIXEL_DENSITY` times the pixels of their size, sharp on a fine screen
+and printed at over 200 pixels per inch.
 """
 
 import io
@@ -27,6 +27,7 @@ except ModuleNotFoundError as error:  # the plot extra is not installed
     ) from error
 
 from ..spec import NAMED_KINDS
+from . import figure_editions as editions
 
 BOOK_STYLE = {
     "figure.figsize": (6.4, 4.0),
@@ -81,9 +82,119 @@ def use_book_style():
         plt.switch_backend(matplotlib.get_backend())
         formatters = shell.display_formatter.formatters
         formatters["image/png"].for_type(matplotlib.figure.Figure, sharp_png)
+        # the book's other renderings of a figure, in Chinese and narrow
+        from IPython.core.formatters import JSONFormatter
+
+        book = JSONFormatter(parent=shell, format_type=editions.MIME)
+        book.for_type(
+            matplotlib.figure.Figure,
+            lambda figure: editions.renderings(figure, sharp_png),
+        )
+        formatters[editions.MIME] = book
 
 
 use_book_style()
+
+
+def legend_below(ax, *handles_and_labels, **options):
+    """The legend of ``ax`` below its x-axis label, one entry a line: a fixed
+    distance below the axes, so it clears the label at any figure size and
+    covers no data."""
+    from matplotlib.transforms import ScaledTranslation
+
+    below = ScaledTranslation(0, -0.62, ax.figure.dpi_scale_trans)
+    return ax.legend(
+        *handles_and_labels,
+        frameon=False,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0),
+        bbox_transform=ax.transAxes + below,
+        **options,
+    )
+
+
+class PointLabels(matplotlib.artist.Artist):
+    """Labels beside points, placed each time the figure is drawn (a figure
+    is drawn wide and narrow): each takes the first of :attr:`PLACES` where
+    it covers no label placed before it, no point and no legend, inside the
+    axes (where none is free, the one that covers least)."""
+
+    # offsets in points from the point to the label's nearest corner
+    PLACES = (
+        *((dx, dy) for dx in (5, -5) for dy in (3, -3)),
+        (0, 7),
+        (0, -7),
+        *((dx, dy) for dx in (10, -10) for dy in (9, -9)),
+        *((dx, dy) for dx in (16, -16) for dy in (0, 14, -14)),
+    )
+    zorder = 2.9  # drawn, so placed, before the labels themselves (3)
+
+    def __init__(self, ax, points):
+        """``points``: ``[(x, y, text, colour)]`` in data coordinates."""
+        super().__init__()
+        self.points = [(x, y) for x, y, _, _ in points]
+        self.labels = [
+            ax.annotate(
+                text,
+                (x, y),
+                xytext=(0, 0),  # placed when drawn
+                textcoords="offset points",
+                fontsize=10,
+                color=colour,
+            )
+            for x, y, text, colour in points
+        ]
+        ax.add_artist(self)
+
+    def draw(self, renderer):
+        ax = self.axes
+        taken = [
+            legend.get_window_extent(renderer)
+            for legend in [ax.get_legend(), *ax.figure.legends]
+            if legend is not None
+        ]
+        dots = ax.transData.transform(self.points)
+        size = renderer.points_to_pixels(4)
+        for x, y in dots:
+            taken.append(
+                matplotlib.transforms.Bbox.from_extents(
+                    x - size, y - size, x + size, y + size
+                )
+            )
+        frame = ax.get_window_extent(renderer)
+
+        def covered(box):
+            """How much of ``box`` covers what is taken or lies outside the
+            axes, in square pixels."""
+            area = sum(_overlap_area(box, other) for other in taken)
+            return area + box.width * box.height - _overlap_area(box, frame)
+
+        for label in self.labels:
+            costs = []
+            for place in self.PLACES:
+                self._put(label, place)
+                costs.append(covered(label.get_window_extent(renderer)))
+                if costs[-1] == 0:
+                    break
+            else:  # none is free: the least covered
+                self._put(label, self.PLACES[costs.index(min(costs))])
+            taken.append(label.get_window_extent(renderer))
+
+    @staticmethod
+    def _put(label, place):
+        dx, dy = place
+        label.set_position((dx, dy))
+        label.set_horizontalalignment(
+            "left" if dx > 0 else "right" if dx < 0 else "center"
+        )
+        label.set_verticalalignment("bottom" if dy > 0 else "top")
+
+
+def _overlap_area(a, b):
+    """The area two boxes share, in square pixels."""
+    width = min(a.x1, b.x1) - max(a.x0, b.x0)
+    height = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return max(0, width) * max(0, height)
 
 
 def line_chart(
@@ -129,7 +240,7 @@ def line_chart(
     if title:
         ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(frameon=False)
+    legend_below(ax)
     return ax
 
 
@@ -225,7 +336,9 @@ def layer_diagram(num_heads=3, ax=None):
     row = 1.2  # height of one head's row
     top = row * num_heads
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 1.6 + 1.15 * num_heads))
+        # 7 inches: its 12-point text shows at 10 pixels in a phone's column
+        _, ax = plt.subplots(figsize=(7.0, 1.6 + 1.15 * num_heads))
+    ax.figure.narrow = False  # its boxes hold text: not redrawn narrow
     ax.set_xlim(-0.05, 10.45)
     ax.set_ylim(-0.1, top + 0.75)
     ax.axis("off")
@@ -326,9 +439,7 @@ def learning_curves(
     if title:
         ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    # below the axes, where it covers no curve, one entry a line so that
-    # long labels never run into each other
-    ax.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16))
+    legend_below(ax)  # covers no curve; long labels never run together
     return ax
 
 
@@ -483,7 +594,7 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
         )
         axes = axes[0]
     for ax, (cost, label) in zip(axes, costs):
-        families = {}
+        families, labels = {}, []
         for (kind, heads, head_size), group in sorted(groups.items()):
             losses = np.array([record["loss"] for record in group])
             q1, median, q3 = np.quantile(losses, [0.25, 0.5, 0.75])
@@ -505,23 +616,10 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
             )
             if kind in styles:
                 families.setdefault(kind, []).append((x, median))
-                ax.annotate(
-                    f"{heads}",
-                    (x, median),
-                    textcoords="offset points",
-                    xytext=(5, 4),
-                    fontsize=10,
-                    color=style["color"],
-                )
+                labels.append((x, median, f"{heads}", style["color"]))
             else:
-                ax.annotate(
-                    f"{heads}x{head_size}",
-                    (x, median),
-                    textcoords="offset points",
-                    xytext=(4, -10),
-                    fontsize=10,
-                    color="0.4",
-                )
+                labels.append((x, median, f"{heads}x{head_size}", "0.4"))
+        PointLabels(ax, labels)
         for kind, points in families.items():
             points.sort()
             ax.plot(*zip(*points), color=styles[kind]["color"], alpha=0.6)
@@ -549,12 +647,13 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
         )
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.margins(y=0.12)  # room for the labels of the top points
         # minor labels collide on short log axes
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(label)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("loss / target variance (median over seeds)")
-    axes[0].legend(frameon=False, fontsize=10)
+    legend_below(axes[0], fontsize=10)
     if title:
         axes[0].figure.suptitle(title)
     return axes
@@ -568,7 +667,9 @@ def families_vs_cost(families, *, ylabel, ticks=None):
     (Chapter 7); returns the axes.
 
     ``families``: ``{family: [(label, {cost: x}, [value per seed]), ...]}``,
-    each variant's ``label`` written beside its point (``None``: no label).
+    each variant's ``label`` written beside its point (``None``: no label;
+    ``{cost: label}``: in those panels only, where points of one cost would
+    crowd).
     Each point is the median over seeds, its bar the range. Families take the
     colours and markers of :data:`FAMILY_STYLES` in order; the costs are log
     axes, with ``ticks`` (``{cost: [values]}``) labelled where given.
@@ -586,6 +687,7 @@ def families_vs_cost(families, *, ylabel, ticks=None):
     )
     axes = axes[0]
     for ax, cost in zip(axes, cost_names):
+        labels = []
         for (family, variants), (colour, marker) in zip(
             families.items(), FAMILY_STYLES
         ):
@@ -605,27 +707,17 @@ def families_vs_cost(families, *, ylabel, ticks=None):
                 capsize=3,
             )
             for x, y, (label, _, _) in zip(xs, middles, variants):
+                if isinstance(label, dict):  # a label in some panels only
+                    label = label.get(cost)
                 if label is not None:
-                    ax.annotate(
-                        label,
-                        (x, y),
-                        textcoords="offset points",
-                        xytext=(6, 4),
-                        fontsize=10,
-                        color=colour,
-                    )
+                    labels.append((x, y, label, colour))
+        PointLabels(ax, labels)
         ax.set(xscale="log", xlabel=cost)
         if ticks and cost in ticks:
             ax.set_xticks(ticks[cost], [f"{t:g}" for t in ticks[cost]])
             ax.set_xticks([], minor=True)
         ax.grid(True, alpha=0.3)
     axes[0].set_ylabel(ylabel)
-    figure.legend(
-        *axes[0].get_legend_handles_labels(),
-        loc="lower center",
-        ncol=2,
-        frameon=False,
-        fontsize=10,
-    )
-    figure.tight_layout(rect=(0, 0.12, 1, 1))
+    legend_below(axes[0], fontsize=10)
+    figure.tight_layout()
     return axes

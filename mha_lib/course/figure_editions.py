@@ -1,0 +1,365 @@
+"""Every figure for every reader: the same drawing with its words in Chinese,
+and narrow for a phone.
+
+A notebook's figure is shown as one PNG (:func:`plotting.sharp_png`). For
+the book, :func:`renderings` draws the same figure, with the same numbers,
+three more times: its words in Chinese (from the course's catalog,
+``locale/zh_CN/outputs.po``), and narrow enough that a phone shows its
+smallest text at :data:`PHONE_TEXT_PX` or more, its panels stacked. It also
+says, for each of the four, the smallest text and every label drawn over
+another label or a legend drawn over data points; the book's build refuses a
+figure whose phone rendering is too small or whose labels collide
+(``book/_ext/figure_editions.py`` puts the renderings on the pages). Where
+the catalog is not there (``mha_lib`` installed without the course's
+repository) a figure is the one PNG.
+"""
+
+import base64
+import hashlib
+import re
+import tempfile
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import matplotlib
+from matplotlib.font_manager import FontProperties
+from matplotlib.gridspec import GridSpec
+from matplotlib.text import Text
+from matplotlib.ticker import FixedFormatter
+
+MIME = "application/vnd.mha-answered.figures+json"
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = ROOT / "locale" / "zh_CN" / "outputs.po"
+FONT = ROOT / "book" / "_static" / "fonts" / "NotoSansSC-book.woff"
+PHONE_COLUMN_PX = 350  # the text column at 390 CSS pixels
+PHONE_TEXT_PX = 10  # the smallest text a phone should show
+NARROW_INCHES = 4.6
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+WORDS = re.compile(r"[A-Za-z]{2}")
+CHINESE = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+
+
+def renderings(figure, sharp_png):
+    """The book's other renderings of ``figure``, for IPython's formatter of
+    :data:`MIME`: ``{"zh", "narrow", "zh-narrow": base64 PNG, "shown":
+    {rendering: its size on a page}, "checks": {rendering: {...}},
+    "untranslated": [...]}``; ``sharp_png(figure)`` draws one. None where
+    the course's catalog or font is not there."""
+    words = catalog()
+    if words is None:
+        return None
+    result = {"checks": {"en": measure(figure)}, "shown": {}}
+    result["untranslated"] = []
+    for name, chinese, narrow in (
+        ("narrow", False, True),
+        ("zh", True, False),
+        ("zh-narrow", True, True),
+    ):
+        with _edition(figure, words if chinese else None, narrow) as missing:
+            data, result["shown"][name] = sharp_png(figure)
+            result["checks"][name] = measure(figure)
+        result[name] = base64.b64encode(data).decode("ascii")
+        result["untranslated"] += missing
+    result["untranslated"] = sorted(set(result["untranslated"]))
+    return result
+
+
+def measure(figure):
+    """The figure as drawn at its size: ``{"width", "height"}`` in pixels of
+    size, the smallest text in them (``"smallest_text_px"``), the pairs of
+    labels drawn over each other (``"overlaps"``) and the legends drawn over
+    data points (``"legend_over_data"``)."""
+    renderer = figure._get_renderer()
+    drawn = _drawn_texts(figure, renderer)
+    boxes = [(text, text.get_window_extent(renderer)) for text in drawn]
+    overlaps = [
+        [a.get_text(), b.get_text()]
+        for i, (a, box_a) in enumerate(boxes)
+        for b, box_b in boxes[i + 1 :]
+        if _overlap(box_a, box_b) > 1
+    ]
+    legends = [ax.get_legend() for ax in figure.axes] + figure.legends
+    covered = [
+        line.get_label()
+        for legend in legends
+        if legend is not None and legend.get_visible()
+        for line in (line for ax in figure.axes for line in ax.get_lines())
+        if line.get_visible()
+        and any(
+            legend.get_window_extent(renderer).contains(x, y)
+            for x, y in line.get_transform().transform(line.get_xydata())
+        )
+    ]
+    # the size savefig's bbox_inches="tight" crops to, in pixels of size
+    pad = 2 * matplotlib.rcParams["savefig.pad_inches"]
+    inches = figure.get_tightbbox(renderer)
+    sizes = [t.get_fontsize() * figure.dpi / 72 for t in drawn]
+    return {
+        "width": round((inches.width + pad) * figure.dpi),
+        "height": round((inches.height + pad) * figure.dpi),
+        "smallest_text_px": round(min(sizes, default=99), 1),
+        "overlaps": overlaps,
+        "legend_over_data": covered,
+    }
+
+
+def phone_text_px(checks):
+    """The smallest text of a rendering shown in a phone's column."""
+    return checks["smallest_text_px"] * min(
+        1, PHONE_COLUMN_PX / checks["width"]
+    )
+
+
+def _overlap(a, b):
+    """How far two boxes overlap, in pixels (the smaller of the two
+    extents; 0 where they do not)."""
+    width = min(a.x1, b.x1) - max(a.x0, b.x0)
+    height = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return max(0, min(width, height))
+
+
+def _drawn_texts(figure, renderer=None):
+    """Every text the figure draws, as :class:`~matplotlib.text.Text` (a
+    draw at its size records them; a tick outside the axes' limits, say, is
+    not drawn)."""
+    renderer = renderer or figure._get_renderer()
+    drawn = {}
+    draw = Text.draw
+
+    def record(text, renderer):
+        if text.get_visible() and text.get_text().strip():
+            drawn[id(text)] = text
+        return draw(text, renderer)
+
+    Text.draw = record
+    try:
+        figure.draw(renderer)
+    finally:
+        Text.draw = draw
+    return list(drawn.values())
+
+
+_catalog = {}
+
+
+def catalog():
+    """``{English: Chinese}`` from :data:`CATALOG`, or None where the course's
+    catalog, its font or Babel (which reads it) is not there."""
+    if "words" not in _catalog:
+        try:
+            from babel.messages.pofile import read_po
+        except ModuleNotFoundError:
+            read_po = None
+        if read_po is None or not CATALOG.is_file() or not FONT.is_file():
+            _catalog["words"] = None
+        else:
+            with CATALOG.open("rb") as file:
+                _catalog["words"] = {
+                    m.id: m.string
+                    for m in read_po(file)
+                    if m.id and m.string and not m.fuzzy
+                }
+    return _catalog["words"]
+
+
+def translate(text, words):
+    """``text`` in Chinese, or None where the catalog lacks it; a message
+    may stand for its numbers with ``{}`` ("head {}": "头 {}"). Text without
+    two letters in a row, or all mathematics, stays."""
+    if not WORDS.search(re.sub(r"\$[^$]*\$", "", text)):
+        return text
+    if text in words:
+        return words[text]
+    pattern = NUMBER.sub("{}", text)
+    if pattern in words:
+        numbers = iter(NUMBER.findall(text))
+        # "{}" only: mathematics has braces of its own ("\sqrt{d_k}")
+        return re.sub(r"\{\}", lambda _: next(numbers), words[pattern])
+    return None
+
+
+def _font_file():
+    """The Chinese pages' font as a TrueType file Matplotlib can read (it
+    does not read WOFF), made once per machine beside the temporary files."""
+    digest = hashlib.sha256(FONT.read_bytes()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"mha-NotoSansSC-{digest}.ttf"
+    if not path.is_file():
+        from fontTools.ttLib import TTFont
+
+        font = TTFont(FONT)
+        font.flavor = None
+        written = path.with_suffix(f".{id(font)}.tmp")
+        font.save(written)
+        written.replace(path)  # atomic: another kernel may be reading it
+    return path
+
+
+_fonts = []
+
+
+def _chinese_font():
+    """The font family name of :func:`_font_file`, added to Matplotlib."""
+    if not _fonts:
+        path = _font_file()
+        matplotlib.font_manager.fontManager.addfont(path)
+        _fonts.append(matplotlib.font_manager.FontProperties(fname=path))
+    return _fonts[0].get_name()
+
+
+@contextmanager
+def _edition(figure, words, narrow):
+    """Within: ``figure`` with its words from ``words`` (None: as drawn) and,
+    if ``narrow``, :data:`NARROW_INCHES` wide with a row of panels stacked;
+    yields the list of words the catalog lacks. Everything is put back."""
+    undo = []
+    missing = []
+    try:
+        if words is not None:
+            _translate_texts(figure, words, missing, undo)
+        if narrow:
+            _narrow(figure, undo)
+        yield missing
+    finally:
+        for step in reversed(undo):
+            step()
+
+
+def _translate_texts(figure, words, missing, undo):
+    """Every word of ``figure`` from ``words``, the Chinese glyphs from the
+    book's font (what the figure's font lacks falls back to it)."""
+    chinese = _chinese_font()
+    rc = matplotlib.rcParams
+    family = rc["font.family"]  # for tick labels made while drawing
+    undo.append(lambda: rc.__setitem__("font.family", family))
+    rc["font.family"] = [FontProperties().get_name(), chinese]
+    drawn = _drawn_texts(figure)  # tick labels exist once drawn
+    for axis in (a for ax in figure.axes for a in (ax.xaxis, ax.yaxis)):
+        formatter = axis.get_major_formatter()
+        if isinstance(formatter, FixedFormatter):
+            old = list(formatter.seq)
+            new = [translate(t, words) for t in old]
+            missing += [t for t, n in zip(old, new) if n is None]
+            formatter.seq = [n or t for t, n in zip(old, new)]
+            undo.append(lambda f=formatter, s=old: setattr(f, "seq", s))
+    for text in drawn:
+        old = text.get_text()
+        new = translate(old, words)
+        if new is None:
+            missing.append(old)
+        elif new != old:
+            text.set_text(new)
+            undo.append(lambda t=text, s=old: t.set_text(s))
+        # a text with mathematics takes its words from the first font only
+        fonts = [text.get_fontname(), chinese]
+        if "$" in text.get_text() and CHINESE.search(text.get_text()):
+            fonts.reverse()
+        family = text.get_fontfamily()
+        undo.append(lambda t=text, f=family: t.set_fontfamily(f))
+        text.set_fontfamily(fonts)
+
+
+def _narrow(figure, undo):
+    """``figure`` :data:`NARROW_INCHES` wide; panels side by side in one row
+    are stacked in a column. A figure that says ``figure.narrow = False``
+    (a diagram whose boxes hold text) keeps its size."""
+    if not getattr(figure, "narrow", True):
+        return
+    width, height = figure.get_size_inches()
+    undo.append(lambda: figure.set_size_inches(width, height))
+    positions = {ax: ax.get_position(original=True) for ax in figure.axes}
+    undo.append(lambda: [ax._set_position(p) for ax, p in positions.items()])
+    rows = _stack(figure, undo)
+    figure.set_size_inches(NARROW_INCHES, rows * height)
+    # tight_layout cannot place a colour bar made beside several panels
+    if rows > 1 or all(ax.get_subplotspec() for ax in figure.axes):
+        _tight(figure)
+        if _fold_long_texts(figure, undo):
+            _tight(figure)
+    else:
+        _fold_long_texts(figure, undo)
+
+
+def _tight(figure):
+    """Matplotlib's tight layout, the figure made taller first where what
+    it holds (a legend below the axes, say) does not fit its height."""
+    renderer = figure._get_renderer()
+    width, height = figure.get_size_inches()
+    # the panels at their smallest: what their labels and legends need
+    figure.subplots_adjust(bottom=0.1, top=0.9, hspace=0.2)
+    needed = figure.get_tightbbox(renderer).height
+    if needed > height:
+        figure.set_size_inches(width, 2 * needed - height)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        figure.tight_layout()
+
+
+def _fold_long_texts(figure, undo):
+    """Break each title or axis label longer than its axes (a suptitle:
+    than the figure) into two lines; returns whether any was."""
+    renderer = figure._get_renderer()
+    whole = figure.bbox
+    pairs = [(figure._suptitle, whole.width)] if figure._suptitle else []
+    for ax in figure.axes:
+        box = ax.get_window_extent(renderer)
+        pairs += [
+            (ax.title, box.width),
+            (ax.xaxis.label, box.width),
+            (ax.yaxis.label, box.height),
+        ]
+    folded = False
+    for text, room in pairs:
+        old = text.get_text()
+        extent = text.get_window_extent(renderer)
+        if "\n" in old or max(extent.width, extent.height) <= room:
+            continue
+        text.set_text(_two_lines(old))
+        undo.append(lambda t=text, s=old: t.set_text(s))
+        folded = True
+    return folded
+
+
+def _two_lines(text):
+    """``text`` broken near its middle: at a space where it has one."""
+    middle = len(text) // 2
+    spaces = [i for i, c in enumerate(text) if c == " "]
+    if spaces:
+        cut = min(spaces, key=lambda i: abs(i - middle))
+        return text[:cut] + "\n" + text[cut + 1 :]
+    return text[:middle] + "\n" + text[middle:]
+
+
+def _stack(figure, undo):
+    """Stack the columns of a one-row grid of panels into rows; returns
+    the number of rows (1 where the figure is not such a grid)."""
+    tops = {}
+    for ax in figure.axes:
+        spec = ax.get_subplotspec()
+        if spec is None:
+            continue
+        top = spec.get_topmost_subplotspec()
+        tops.setdefault(top.get_gridspec(), []).append((ax, spec, top))
+    if len(tops) != 1:
+        return 1
+    ((grid, members),) = tops.items()
+    rows, columns = grid.get_geometry()
+    if rows != 1 or columns < 2:
+        return 1
+    column_grid = GridSpec(columns, 1, figure=figure)
+    for ax, spec, top in members:
+        # a panel that shared its neighbour's y axis showed no tick labels
+        shown = ax.yaxis.get_tick_params().get("labelleft", True)
+        undo.append(lambda a=ax, s=shown: a.tick_params(labelleft=s))
+        ax.tick_params(labelleft=True)
+        new_top = column_grid[top.colspan.start, 0]
+        if spec is top:
+            undo.append(lambda a=ax, s=spec: a.set_subplotspec(s))
+            ax.set_subplotspec(new_top)
+        else:  # a panel beside its colour bar: move the pair
+            inner = spec.get_gridspec()
+            old = inner._subplot_spec
+            undo.append(lambda g=inner, s=old: setattr(g, "_subplot_spec", s))
+            inner._subplot_spec = new_top
+            ax.set_subplotspec(spec)
+    return columns

@@ -1,0 +1,128 @@
+"""A figure's other renderings: its words in Chinese, narrow for a phone, and
+what their drawing measures (text size, labels over labels, legends over
+data)."""
+
+import base64
+import io
+
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from mha_lib.course import figure_editions as editions  # noqa: E402
+from mha_lib.course import plotting  # noqa: E402
+
+WORDS = {
+    "training step": "训练步数",
+    "head {}": "头 {}",
+    "standard {} x {} ({} seeds)": "标准 {} x {}（{} 个种子）",
+    "head {}\n$A_{} / \\sqrt{d_k}$": "头 {}\n$A_{} / \\sqrt{d_k}$",
+}
+
+
+def two_panels():
+    figure = Figure(figsize=(10, 4))
+    axes = figure.subplots(1, 2, sharey=True)
+    for ax in axes:
+        ax.plot([1, 2, 3], [1, 4, 9], label="standard 8 x 8 (5 seeds)")
+        ax.set_xlabel("training step")
+        ax.set_title("head 3")
+    figure.tight_layout()
+    return figure, axes
+
+
+def test_words_come_from_the_catalog_numbers_from_the_figure():
+    translate = editions.translate
+    assert translate("training step", WORDS) == "训练步数"
+    assert translate("head 12", WORDS) == "头 12"
+    assert (
+        translate("standard 8 x 16 (20 seeds)", WORDS)
+        == "标准 8 x 16（20 个种子）"
+    )
+    assert translate("head 2\n$A_2 / \\sqrt{d_k}$", WORDS) == (
+        "头 2\n$A_2 / \\sqrt{d_k}$"
+    ), "mathematics' braces are not numbers' places"
+    assert translate("16x8", WORDS) == "16x8", "no words: stays"
+    assert translate("$W^Q$", WORDS) == "$W^Q$", "mathematics stays"
+    assert translate("loss", WORDS) is None, "missing: None"
+
+
+def test_narrow_stacks_the_panels_and_puts_everything_back():
+    figure, axes = two_panels()
+    size = tuple(figure.get_size_inches())
+    positions = [tuple(ax.get_position().bounds) for ax in axes]
+    wide = editions.measure(figure)
+    with editions._edition(figure, WORDS, narrow=True) as missing:
+        narrow = editions.measure(figure)
+        assert axes[1].get_xlabel() == "训练步数"
+        lower, upper = (ax.get_position() for ax in axes)
+        assert upper.y0 < lower.y0, "the second panel is below the first"
+        assert axes[1].yaxis.get_tick_params()["labelleft"], (
+            "a panel that shared its neighbour's y axis shows its ticks"
+        )
+    assert missing == []
+    assert narrow["height"] > narrow["width"] and narrow["width"] < 500
+    assert editions.phone_text_px(narrow) >= editions.PHONE_TEXT_PX
+    assert editions.phone_text_px(wide) < editions.PHONE_TEXT_PX
+    assert tuple(figure.get_size_inches()) == size
+    assert [tuple(ax.get_position().bounds) for ax in axes] == positions
+    assert axes[1].get_xlabel() == "training step"
+    assert not axes[1].yaxis.get_tick_params()["labelleft"]
+
+
+def test_a_label_over_a_label_and_a_legend_over_points_are_found():
+    figure = Figure(figsize=(4, 3))
+    ax = figure.add_subplot()
+    ax.plot(range(10), range(10), marker="o", label="points")
+    ax.text(2, 5, "one label")
+    ax.text(2.2, 5.1, "another label")
+    ax.legend(loc="center")
+    checks = editions.measure(figure)
+    assert checks["overlaps"] == [["one label", "another label"]]
+    assert checks["legend_over_data"] == ["points"]
+    assert checks["smallest_text_px"] == pytest.approx(11 * 100 / 72, 0.01)
+
+
+def test_placed_labels_cover_no_label_or_point():
+    def drawn(place):
+        figure = Figure(figsize=(4, 3))
+        ax = figure.add_subplot()
+        points = [(1, 1, "16x8", "C0"), (1.05, 1.0, "8x16", "C1")]
+        points += [(1.0, 1.06, "4", "C2"), (2, 2, "far", "C3")]
+        ax.plot([p[0] for p in points], [p[1] for p in points], "o")
+        ax.set(xlim=(0, 3), ylim=(0, 3))
+        place(ax, points)
+        return editions.measure(figure)["overlaps"]
+
+    def beside(ax, points):  # each label at the same offset
+        for x, y, text, _ in points:
+            ax.annotate(
+                text, (x, y), xytext=(5, 3), textcoords="offset points"
+            )
+
+    assert drawn(beside), "the case has labels over labels to avoid"
+    assert drawn(plotting.PointLabels) == []
+
+
+def test_renderings_say_which_words_the_catalog_lacks(monkeypatch):
+    monkeypatch.setattr(editions, "catalog", lambda: WORDS)
+    figure, axes = two_panels()
+    axes[0].set_ylabel("loss")
+    result = editions.renderings(figure, plotting.sharp_png)
+    assert result["untranslated"] == ["loss"]
+    assert set(result["checks"]) == {"en", "narrow", "zh", "zh-narrow"}
+    for name in ("narrow", "zh", "zh-narrow"):
+        png = base64.b64decode(result[name])
+        assert png.startswith(b"\x89PNG")
+    image = matplotlib.image.imread(io.BytesIO(base64.b64decode(result["zh"])))
+    assert image.shape[1] > image.shape[0], "the Chinese one is wide"
+    assert axes[0].get_ylabel() == "loss"
+
+
+def test_without_the_catalog_a_figure_is_one_png(monkeypatch):
+    monkeypatch.setattr(editions, "catalog", lambda: None)
+    figure, _ = two_panels()
+    assert editions.renderings(figure, plotting.sharp_png) is None
