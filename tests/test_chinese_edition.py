@@ -121,14 +121,15 @@ def test_the_chinese_edition_executed_nothing(chinese_pages):
 
 
 def _outputs(page):
-    """Every code cell's output as HTML, its tables' header cells and the
-    lines that fold claims and tables left out: the Chinese edition
-    translates their words (checked above); a figure is drawn in Chinese
-    (checked below), so its image files are left out too."""
+    """Every code cell's output as HTML, its tables' header cells, the
+    lines that fold claims and tables and the claims left out: the Chinese
+    edition translates their words (checked above and below); a figure is
+    drawn in Chinese (checked below), so its image files are left out
+    too."""
     found = []
     for div in page.select("div.cell_output"):
         div = BeautifulSoup(str(div), "html.parser")
-        for head in div.select("thead, summary"):
+        for head in div.select("thead, summary, details.mha-claims li"):
             head.decompose()
         for image in div.select("img, a.image-reference"):  # checked below
             for key in ("src", "href", "alt", "style"):  # its size too
@@ -136,7 +137,7 @@ def _outputs(page):
                     image[key] = "figure"
         for script in div.select("script"):
             script.string = re.sub(
-                r'("name":|"labels":)("[^"]*"|\[[^\]]*\])',
+                r'("name":|"labels":|"title":)("[^"]*"|\[[^\]]*\])',
                 r"\1…",
                 script.get_text(),
             )
@@ -246,3 +247,39 @@ def test_the_book_serves_a_glyph_for_every_chinese_character(twins):
         f"characters outside {FONT.name}: {missing} (python3 "
         "scripts/translations.py --font NotoSansCJK-Regular.ttc)"
     )
+
+
+def test_the_titles_of_an_interactive_figure_are_chinese(twins):
+    """The chart's and its axes' titles: words in Chinese, symbols (h,
+    W_Q) and numbers as the run wrote them."""
+    titles = []
+    for _, _, chinese in twins:
+        for script in chinese.select("article .cell_output script"):
+            titles += [
+                json.loads(f'"{title}"')  # as JSON writes it: \\u8f93...
+                for title in re.findall(
+                    r'"title":"([^"]*)"', script.get_text()
+                )
+            ]
+    english = [t for t in titles if re.search("[A-Za-z]{2}", t)]
+    english = [t for t in english if not CJK.search(t)]
+    assert len(titles) >= 20 and not english, english
+
+
+def test_every_checked_claim_is_chinese_and_keeps_its_numbers(twins):
+    from mha_lib.course.figure_editions import NUMBER
+
+    count = 0
+    for name, english, chinese in twins:
+        claims = [
+            [li.get_text() for li in page.select("details.mha-claims li")]
+            for page in (english, chinese)
+        ]
+        assert len(claims[0]) == len(claims[1]), name
+        for en, zh in zip(*claims):
+            assert CJK.search(zh), f"{name}: {zh!r} is not in Chinese"
+            assert zh[0] == en[0], f"{name}: {zh!r} held, {en!r} not"
+            numbers = sorted(NUMBER.findall(en))
+            assert sorted(NUMBER.findall(zh)) == numbers, (name, en, zh)
+        count += len(claims[0])
+    assert count > 200, count

@@ -19,6 +19,7 @@ WORDS = {
     "training step": "训练步数",
     "head {}": "头 {}",
     "standard {} x {} ({} seeds)": "标准 {} x {}（{} 个种子）",
+    "{} of {} seeds": "{1} 个种子中的 {0} 个",
     "head {}\n$A_{} / \\sqrt{d_k}$": "头 {}\n$A_{} / \\sqrt{d_k}$",
 }
 
@@ -45,6 +46,7 @@ def test_words_come_from_the_catalog_numbers_from_the_figure():
     assert translate("head 2\n$A_2 / \\sqrt{d_k}$", WORDS) == (
         "头 2\n$A_2 / \\sqrt{d_k}$"
     ), "mathematics' braces are not numbers' places"
+    assert translate("3 of 20 seeds", WORDS) == "20 个种子中的 3 个"
     assert translate("16x8", WORDS) == "16x8", "no words: stays"
     assert translate("$W^Q$", WORDS) == "$W^Q$", "mathematics stays"
     assert translate("loss", WORDS) is None, "missing: None"

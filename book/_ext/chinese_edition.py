@@ -265,7 +265,7 @@ class TableHeadersTranslated(SphinxTransform):
 
 
 # the one line of a chapter's checked claims (mha_lib.course.report), in
-# Chinese; the claims it opens to stay as the run wrote them
+# Chinese (the claims it opens to: FoldLinesTranslated)
 CLAIM_LINES = [
     (r"✓ (\d+) claims? checked", r"✓ 已检验 \1 条论断"),
     (r"✗ (\d+) of (\d+) claims failed", r"✗ \2 条论断中有 \1 条不成立"),
@@ -278,8 +278,8 @@ CLAIM_LINES = [
 
 class FoldLinesTranslated(SphinxTransform):
     """The line that folds a chapter's claims or a long table, in Chinese:
-    the claims' count by :data:`CLAIM_LINES`, a table's words from
-    ``locale/zh_CN/outputs.po``."""
+    the claims' count by :data:`CLAIM_LINES`, a table's words and the
+    claims themselves from ``locale/zh_CN/outputs.po``."""
 
     default_priority = 12
 
@@ -310,13 +310,35 @@ class FoldLinesTranslated(SphinxTransform):
                 return f"<summary>{html.escape(line)}</summary>"
 
             new = re.sub(r"<summary>(.*?)</summary>", translate, text)
+            if 'class="mha-claims' in text:
+                new = re.sub(
+                    r"<li>([✓✗]) (.*?)</li>",
+                    lambda m: f"<li>{m.group(1)} {self._claim(words, m)}</li>",
+                    new,
+                    flags=re.S,
+                )
             raw.parent.replace(raw, nodes.raw(new, new, **raw.attributes))
+
+    def _claim(self, words, match):
+        """A checked claim in Chinese, its numbers as the run wrote them
+        (``mha_lib.course.figure_editions.translate``)."""
+        from mha_lib.course.figure_editions import translate
+
+        claim = html.unescape(match.group(2))
+        chinese = translate(claim, words)
+        if chinese is None:
+            logger.warning(
+                f"a claim without a translation: {claim!r} (add it to "
+                f"{HEADERS.relative_to(ROOT)})",
+                location=self.env.docname,
+            )
+        return html.escape(chinese or claim)
 
 
 class ControlsTranslated(SphinxTransform):
-    """The names and choices of an interactive figure's controls, in
-    Chinese, from ``locale/zh_CN/outputs.po``: the figure's data and what a
-    control selects stay as the run wrote them."""
+    """The names and choices of an interactive figure's controls, and its
+    titles, in Chinese, from ``locale/zh_CN/outputs.po``: the figure's data
+    and what a control selects stay as the run wrote them."""
 
     default_priority = 12
     SPEC = re.compile(r"(vegaEmbed\(\"#[\w-]+\", )(\{.*\})(, \{actions)", re.S)
@@ -340,12 +362,30 @@ class ControlsTranslated(SphinxTransform):
                     bind["labels"] = [
                         self._word(words, label) for label in bind["labels"]
                     ]
+            for owner in _titled(spec):
+                owner["title"] = self._title(words, owner["title"])
             text = json.dumps(spec, separators=(",", ":")).replace(
                 "</", "<\\/"
             )
             source = raw.astext()
             new = source[: match.start(2)] + text + source[match.end(2) :]
             raw.parent.replace(raw, nodes.raw(new, new, **raw.attributes))
+
+    def _title(self, words, title):
+        """A chart's or axis's title in Chinese (as a drawn figure's words:
+        numbers kept, ``mha_lib.course.figure_editions.translate``)."""
+        from mha_lib.course.figure_editions import translate
+
+        if isinstance(title, list):  # one line each
+            return [self._title(words, line) for line in title]
+        chinese = translate(title, words)
+        if chinese is None:
+            logger.warning(
+                f"a figure's words without a translation: {title!r} (add "
+                f"them to {HEADERS.relative_to(ROOT)})",
+                location=self.env.docname,
+            )
+        return chinese or title
 
     def _word(self, words, word):
         """``word`` in Chinese; a number or sentence of the data stays."""
@@ -357,6 +397,19 @@ class ControlsTranslated(SphinxTransform):
             location=self.env.docname,
         )
         return word
+
+
+def _titled(spec):
+    """Every part of a Vega-Lite spec with a title (the chart, an axis, a
+    legend), at any depth."""
+    if isinstance(spec, dict):
+        if isinstance(spec.get("title"), (str, list)):
+            yield spec
+        for value in spec.values():
+            yield from _titled(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            yield from _titled(value)
 
 
 def _binds(spec):

@@ -165,18 +165,25 @@ def catalog():
 
 def translate(text, words):
     """``text`` in Chinese, or None where the catalog lacks it; a message
-    may stand for its numbers with ``{}`` ("head {}": "头 {}"). Text without
-    two letters in a row, or all mathematics, stays."""
+    may stand for its numbers with ``{}`` ("head {}": "头 {}"), and its
+    translation put them in another order with ``{0}``, ``{1}``... Text
+    without two letters in a row, or all mathematics, stays."""
     if not WORDS.search(re.sub(r"\$[^$]*\$", "", text)):
         return text
     if text in words:
         return words[text]
     pattern = NUMBER.sub("{}", text)
-    if pattern in words:
-        numbers = iter(NUMBER.findall(text))
-        # "{}" only: mathematics has braces of its own ("\sqrt{d_k}")
-        return re.sub(r"\{\}", lambda _: next(numbers), words[pattern])
-    return None
+    if pattern not in words:
+        return None
+    numbers = NUMBER.findall(text)
+    following = iter(numbers)
+
+    def number(place):  # "{}": the next number; "{2}": the third
+        index = place.group(1)
+        return numbers[int(index)] if index else next(following)
+
+    # only "{}" and "{N}": mathematics has braces of its own ("\sqrt{d_k}")
+    return re.sub(r"\{(\d*)\}", number, words[pattern])
 
 
 def _font_file():
