@@ -22,13 +22,44 @@ from .attention import attend, build_mask, check_head_mask, check_inputs
 from .spec import AttentionSpec
 
 
+class _SpecSize:
+    """A layer's size, read from its spec: ``layer.num_heads`` is
+    ``layer.spec.num_heads``."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, layer, owner=None):
+        return self if layer is None else getattr(layer.spec, self.name)
+
+    def __set__(self, layer, value):
+        raise AttributeError(
+            f"{self.name} is read from the layer's spec; make a new layer "
+            "for other sizes"
+        )
+
+
+class _SizedBySpec:
+    """The sizes of a layer that holds an :class:`AttentionSpec` as
+    ``spec``, and its one-line description."""
+
+    d_model = _SpecSize()
+    num_heads = _SpecSize()
+    head_dim = _SpecSize()
+    value_dim = _SpecSize()
+    num_kv_heads = _SpecSize()
+
+    def extra_repr(self):
+        return _sizes(self.spec)
+
+
 def layer_for(spec):
     """The module a spec describes: a :class:`ChunkedAttention` or a
     :class:`MultiHeadAttention`."""
     return (ChunkedAttention if spec.chunked else MultiHeadAttention)(spec)
 
 
-class MultiHeadAttention(nn.Module):
+class MultiHeadAttention(_SizedBySpec, nn.Module):
     """Multi-head attention, batch-first: the standard layer, and its wide and
     grouped variants.
 
@@ -105,29 +136,6 @@ class MultiHeadAttention(nn.Module):
         # value_dim)
         concat = heads.transpose(1, 2).flatten(2)
         return self.out_proj(concat), weights
-
-    def extra_repr(self):
-        return _sizes(self.spec)
-
-    @property
-    def d_model(self):
-        return self.spec.d_model
-
-    @property
-    def num_heads(self):
-        return self.spec.num_heads
-
-    @property
-    def head_dim(self):
-        return self.spec.head_dim
-
-    @property
-    def value_dim(self):
-        return self.spec.value_dim
-
-    @property
-    def num_kv_heads(self):
-        return self.spec.num_kv_heads
 
     def head_weights(self):
         """The weights, heads first: a :class:`HeadWeights` of views."""
@@ -326,7 +334,7 @@ class AttentionHead(nn.Module):
         return contribution, None if weights is None else weights.squeeze(1)
 
 
-class PerHeadAttention(nn.Module):
+class PerHeadAttention(_SizedBySpec, nn.Module):
     """Multi-head attention written as ``num_heads`` independent
     :class:`AttentionHead` modules.
 
@@ -353,13 +361,6 @@ class PerHeadAttention(nn.Module):
         )
         bias = torch.zeros(spec.d_model)
         self.out_bias = nn.Parameter(bias) if spec.bias else None
-
-    d_model = MultiHeadAttention.d_model
-    num_heads = MultiHeadAttention.num_heads
-    head_dim = MultiHeadAttention.head_dim
-    value_dim = MultiHeadAttention.value_dim
-    num_kv_heads = MultiHeadAttention.num_kv_heads
-    extra_repr = MultiHeadAttention.extra_repr
 
     def forward(
         self,

@@ -587,3 +587,10 @@ def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
         mha_lib.MultiHeadAttention(16, 4, chunked=True)
     with pytest.raises(ValueError, match="one size per head"):
         mha_lib.PerHeadAttention(16, 4, value_dim=2)
+
+
+def test_a_layers_sizes_are_its_specs_and_read_only():
+    layer = mha_lib.MultiHeadAttention(16, 4)
+    assert (layer.d_model, layer.num_heads, layer.head_dim) == (16, 4, 4)
+    with pytest.raises(AttributeError, match="read from the layer's spec"):
+        layer.num_heads = 8

@@ -65,3 +65,15 @@ def test_unstack_copies_each_member_back():
         assert torch.equal(module.weight, together.weight[index])
     with pytest.raises(ValueError, match="at least one model"):
         stacked([])
+
+
+def test_stacked_shares_no_parameter_with_its_members():
+    models = [
+        nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4)) for _ in range(3)
+    ]
+    together = stacked(models)
+    theirs = {id(p) for model in models for p in model.parameters()}
+    assert not theirs & {id(p) for p in together.parameters()}
+    weight = models[0][1].weight
+    together[1].weight.data += 1  # training the stack leaves them alone
+    assert torch.equal(weight, torch.ones(4))

@@ -146,7 +146,10 @@ def stacked(models):
         raise ValueError("stacked needs at least one model")
     if type(models[0]) in TWINS:
         return TWINS[type(models[0])](models)
-    together = copy.deepcopy(models[0])
+    # a copy of the first's structure: its parameters are not copied (the
+    # copy shares them until each is replaced by its stacked twin below)
+    shared = {id(p): p for p in models[0].parameters()}
+    together = copy.deepcopy(models[0], memo=shared)
     names = [name for name, _ in together.named_modules()]
     for name in names:
         module = together.get_submodule(name)
