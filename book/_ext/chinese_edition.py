@@ -320,19 +320,24 @@ class FoldLinesTranslated(SphinxTransform):
             raw.parent.replace(raw, nodes.raw(new, new, **raw.attributes))
 
     def _claim(self, words, match):
-        """A checked claim in Chinese, its numbers as the run wrote them
-        (``mha_lib.course.figure_editions.translate``)."""
-        from mha_lib.course.figure_editions import translate
-
         claim = html.unescape(match.group(2))
-        chinese = translate(claim, words)
-        if chinese is None:
-            logger.warning(
-                f"a claim without a translation: {claim!r} (add it to "
-                f"{HEADERS.relative_to(ROOT)})",
-                location=self.env.docname,
-            )
-        return html.escape(chinese or claim)
+        return html.escape(in_chinese(claim, words, "a claim", self.env))
+
+
+def in_chinese(text, words, what, env):
+    """``text`` (a claim, a figure's title) in Chinese from ``words``, its
+    numbers as the run wrote them (``mha_lib.course.figure_editions.
+    translate``); where the catalog lacks it, a warning and ``text``."""
+    from mha_lib.course.figure_editions import translate
+
+    chinese = translate(text, words)
+    if chinese is None:
+        logger.warning(
+            f"{what} without a translation: {text!r} (add it to "
+            f"{HEADERS.relative_to(ROOT)})",
+            location=env.docname,
+        )
+    return chinese or text
 
 
 class ControlsTranslated(SphinxTransform):
@@ -372,20 +377,9 @@ class ControlsTranslated(SphinxTransform):
             raw.parent.replace(raw, nodes.raw(new, new, **raw.attributes))
 
     def _title(self, words, title):
-        """A chart's or axis's title in Chinese (as a drawn figure's words:
-        numbers kept, ``mha_lib.course.figure_editions.translate``)."""
-        from mha_lib.course.figure_editions import translate
-
         if isinstance(title, list):  # one line each
             return [self._title(words, line) for line in title]
-        chinese = translate(title, words)
-        if chinese is None:
-            logger.warning(
-                f"a figure's words without a translation: {title!r} (add "
-                f"them to {HEADERS.relative_to(ROOT)})",
-                location=self.env.docname,
-            )
-        return chinese or title
+        return in_chinese(title, words, "a figure's title", self.env)
 
     def _word(self, words, word):
         """``word`` in Chinese; a number or sentence of the data stays."""
