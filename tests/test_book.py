@@ -358,7 +358,7 @@ def answer_words(text):
     return re.findall(r"\S+", text.replace("*", ""))
 
 
-def test_every_answer_opens_with_a_short_verdict_and_stays_short():
+def test_every_answer_opens_with_a_bold_verdict_and_stays_short():
     answers = (ROOT / "book" / "answers.md").read_text()
     blocks = re.split(r"^\(q\d+\)=\n## Q(\d+)\. ", answers, flags=re.M)[1:]
     for number, text in zip(blocks[::2], blocks[1::2]):
@@ -366,6 +366,11 @@ def test_every_answer_opens_with_a_short_verdict_and_stays_short():
         first = next(i for i, w in enumerate(words) if w[-1] in ".?!:")
         assert first < 30, f"Q{number}: a first sentence of {first + 1} words"
         assert len(words) <= 150, f"Q{number}: {len(words)} words"
+        # the verdict in bold, then at most three numbers from the runs
+        body = text.split("*Evidence:*")[0].split("\n", 1)[1].lstrip()
+        assert body.startswith("**"), f"Q{number}: no verdict in bold"
+        numbers = body.count("{glue:text}")
+        assert numbers <= 3, f"Q{number}: {numbers} numbers"
 
 
 FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
