@@ -404,3 +404,21 @@ def test_a_figure_that_collides_or_is_small_on_a_phone_is_refused():
     assert "'4' is drawn over '4 x 1 head'" in found[0]
     assert "legend covers points of 'wide'" in found[1]
     assert "8.9 px on a phone" in found[2]
+
+
+def test_a_chinese_download_shows_its_tables_and_claims_in_chinese():
+    pytest.importorskip("sphinx")
+    pytest.importorskip("babel")
+    downloads = extension("executed_downloads")
+    data = {
+        "text/markdown": "| variant | seed |\n|---|---|\n"
+        "| standard 8 x 8 | 1 |",
+        "text/html": '<details class="mha-claims"><summary>✓ 1 claim checked'
+        "</summary><ul><li>✓ standard 8 x 8: worse than 16 heads</li></ul>"
+        "</details>",
+    }
+    downloads.outputs_in_chinese(data)
+    assert data["text/markdown"].startswith("| 变体 | 种子 |\n|---|---|\n")
+    assert "| standard 8 x 8 | 1 |" in data["text/markdown"], "data stay"
+    assert "✓ 已检验 1 条论断" in data["text/html"]
+    assert "<li>✓ 标准 8 x 8：比 16 个头差</li>" in data["text/html"]

@@ -291,43 +291,41 @@ class FoldLinesTranslated(SphinxTransform):
             text = raw.astext()
             if "<summary>" not in text or not _is_output(raw):
                 continue
-
-            def translate(match):
-                line = html.unescape(match.group(1))
-                for pattern, chinese in CLAIM_LINES:
-                    if re.fullmatch(pattern, line):
-                        line = re.sub(pattern, chinese, line)
-                        break
-                else:
-                    if line not in words:
-                        logger.warning(
-                            f"a folded table's line without a translation: "
-                            f"{line!r} (add it to "
-                            f"{HEADERS.relative_to(ROOT)})",
-                            location=self.env.docname,
-                        )
-                    line = words.get(line, line)
-                return f"<summary>{html.escape(line)}</summary>"
-
-            new = re.sub(r"<summary>(.*?)</summary>", translate, text)
-            if 'class="mha-claims' in text:
-                new = re.sub(
-                    r"<li>([✓✗]) (.*?)</li>",
-                    lambda m: f"<li>{m.group(1)} {self._claim(words, m)}</li>",
-                    new,
-                    flags=re.S,
-                )
+            new = folds_in_chinese(text, words, self.env.docname)
             raw.parent.replace(raw, nodes.raw(new, new, **raw.attributes))
 
-    def _claim(self, words, match):
+
+def folds_in_chinese(text, words, docname=None):
+    """The HTML of a folded list of claims or a folded table in Chinese: its
+    line by :data:`CLAIM_LINES` or ``words``, its claims by ``words``; what
+    ``words`` lacks is a warning (at ``docname``) and stays."""
+
+    def line(match):
+        line = html.unescape(match.group(1))
+        for pattern, chinese in CLAIM_LINES:
+            if re.fullmatch(pattern, line):
+                line = re.sub(pattern, chinese, line)
+                break
+        else:
+            line = in_chinese(line, words, "a folded table's line", docname)
+        return f"<summary>{html.escape(line)}</summary>"
+
+    def claim(match):
         claim = html.unescape(match.group(2))
-        return html.escape(in_chinese(claim, words, "a claim", self.env))
+        chinese = in_chinese(claim, words, "a claim", docname)
+        return f"<li>{match.group(1)} {html.escape(chinese)}</li>"
+
+    text = re.sub(r"<summary>(.*?)</summary>", line, text)
+    if 'class="mha-claims' in text:
+        text = re.sub(r"<li>([✓✗]) (.*?)</li>", claim, text, flags=re.S)
+    return text
 
 
-def in_chinese(text, words, what, env):
+def in_chinese(text, words, what, docname=None):
     """``text`` (a claim, a figure's title) in Chinese from ``words``, its
     numbers as the run wrote them (``mha_lib.course.figure_editions.
-    translate``); where the catalog lacks it, a warning and ``text``."""
+    translate``); where the catalog lacks it, a warning (at ``docname``)
+    and ``text``."""
     from mha_lib.course.figure_editions import translate
 
     chinese = translate(text, words)
@@ -335,7 +333,7 @@ def in_chinese(text, words, what, env):
         logger.warning(
             f"{what} without a translation: {text!r} (add it to "
             f"{HEADERS.relative_to(ROOT)})",
-            location=env.docname,
+            location=docname,
         )
     return chinese or text
 
@@ -379,7 +377,7 @@ class ControlsTranslated(SphinxTransform):
     def _title(self, words, title):
         if isinstance(title, list):  # one line each
             return [self._title(words, line) for line in title]
-        return in_chinese(title, words, "a figure's title", self.env)
+        return in_chinese(title, words, "a figure's title", self.env.docname)
 
     def _word(self, words, word):
         """``word`` in Chinese; a number or sentence of the data stays."""

@@ -187,6 +187,8 @@ def plain_chapter(notebook, extras, edition, catalog=None):
             renderings = output.get("data", {}).pop(MIME, None)
             if renderings is not None and edition == "zh":
                 output["data"]["image/png"] = renderings["zh"]
+            if edition == "zh":
+                outputs_in_chinese(output.get("data", {}))
         if cell.cell_type != "markdown":
             continue
         text = (
@@ -200,6 +202,20 @@ def plain_chapter(notebook, extras, edition, catalog=None):
             raise ValueError(f"MyST left in a Markdown cell: {left}")
     notebook.cells.insert(0, how_to_run(extras, edition))
     return notebook
+
+
+def outputs_in_chinese(data):
+    """An output's words in Chinese, as the Chinese pages show them: the
+    header row of a printed table, a folded list of claims."""
+    from chinese_edition import HEADERS, catalog_file, folds_in_chinese
+
+    words = catalog_file(HEADERS)
+    if "text/markdown" in data and data["text/markdown"].startswith("|"):
+        header, _, rest = data["text/markdown"].partition("\n")
+        cells = [words.get(c.strip(), c.strip()) for c in header.split("|")]
+        data["text/markdown"] = " | ".join(cells).strip() + "\n" + rest
+    if "text/html" in data:
+        data["text/html"] = folds_in_chinese(data["text/html"], words)
 
 
 def _offer_executed(app, exception):
