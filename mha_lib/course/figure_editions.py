@@ -134,7 +134,8 @@ def _drawn_texts(figure, renderer=None):
 
     Text.draw = record
     try:
-        figure.draw(renderer)
+        with renderer._draw_disabled():  # lays it out, paints nothing
+            figure.draw(renderer)
     finally:
         Text.draw = draw
     return list(drawn.values())
