@@ -169,15 +169,23 @@ class PointLabels(matplotlib.artist.Artist):
             area = sum(_overlap_area(box, other) for other in taken)
             return area + box.width * box.height - _overlap_area(box, frame)
 
-        for label in self.labels:
+        for label, (x, y) in zip(self.labels, dots):
+            self._put(label, self.PLACES[0])
+            size = label.get_window_extent(renderer).size  # laid out once
             costs = []
-            for place in self.PLACES:
-                self._put(label, place)
-                costs.append(covered(label.get_window_extent(renderer)))
+            for dx, dy in self.PLACES:  # each place's box, from the size
+                dx = renderer.points_to_pixels(dx)
+                dy = renderer.points_to_pixels(dy)
+                left = x + dx - size[0] * ((dx < 0) + (dx == 0) / 2)
+                bottom = y + dy - size[1] * (dy < 0)
+                box = matplotlib.transforms.Bbox.from_bounds(
+                    left, bottom, *size
+                )
+                costs.append(covered(box))
                 if costs[-1] == 0:
                     break
-            else:  # none is free: the least covered
-                self._put(label, self.PLACES[costs.index(min(costs))])
+            # the first free place, or else the least covered
+            self._put(label, self.PLACES[costs.index(min(costs))])
             taken.append(label.get_window_extent(renderer))
 
     @staticmethod
