@@ -391,29 +391,25 @@ class ControlsTranslated(SphinxTransform):
         return word
 
 
+def _parts(spec):
+    """Every object of a Vega-Lite spec, at any depth."""
+    if isinstance(spec, dict):
+        yield spec
+        spec = list(spec.values())
+    if isinstance(spec, list):
+        for value in spec:
+            yield from _parts(value)
+
+
 def _titled(spec):
     """Every part of a Vega-Lite spec with a title (the chart, an axis, a
-    legend), at any depth."""
-    if isinstance(spec, dict):
-        if isinstance(spec.get("title"), (str, list)):
-            yield spec
-        for value in spec.values():
-            yield from _titled(value)
-    elif isinstance(spec, list):
-        for value in spec:
-            yield from _titled(value)
+    legend)."""
+    return [p for p in _parts(spec) if isinstance(p.get("title"), (str, list))]
 
 
 def _binds(spec):
     """Every ``bind`` of a Vega-Lite spec's parameters, at any depth."""
-    if isinstance(spec, dict):
-        if isinstance(spec.get("bind"), dict):
-            yield spec["bind"]
-        for value in spec.values():
-            yield from _binds(value)
-    elif isinstance(spec, list):
-        for value in spec:
-            yield from _binds(value)
+    return [p["bind"] for p in _parts(spec) if isinstance(p.get("bind"), dict)]
 
 
 class ChineseSearch(SearchChinese):
