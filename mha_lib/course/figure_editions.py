@@ -49,18 +49,21 @@ def renderings(figure, sharp_png):
     words = catalog()
     if words is None:
         return None
-    result = {"checks": {"en": measure(figure)}, "shown": {}}
-    result["untranslated"] = []
-    for name, chinese, narrow in (
-        ("narrow", False, True),
-        ("zh", True, False),
-        ("zh-narrow", True, True),
-    ):
-        with _edition(figure, words if chinese else None, narrow) as missing:
-            data, result["shown"][name] = sharp_png(figure)
-            result["checks"][name] = measure(figure)
-        result[name] = base64.b64encode(data).decode("ascii")
-        result["untranslated"] += missing
+    result = {"checks": {}, "shown": {}, "untranslated": []}
+    with _one_mathematics_parser():
+        result["checks"]["en"] = measure(figure)
+        for name, chinese, narrow in (
+            ("narrow", False, True),
+            ("zh", True, False),
+            ("zh-narrow", True, True),
+        ):
+            edition = _edition(figure, words if chinese else None, narrow)
+            with edition as missing, _measured(figure) as checks:
+                data, shown = sharp_png(figure)  # measured as it draws
+            result[name] = base64.b64encode(data).decode("ascii")
+            result["shown"][name] = shown
+            result["checks"][name] = {**shown, **checks}
+            result["untranslated"] += missing
     result["untranslated"] = sorted(set(result["untranslated"]))
     return result
 
@@ -70,14 +73,50 @@ def measure(figure):
     size, the smallest text in them (``"smallest_text_px"``), the pairs of
     labels drawn over each other (``"overlaps"``) and the legends drawn over
     data points (``"legend_over_data"``)."""
-    renderer = figure._get_renderer()
-    drawn = _drawn_texts(figure, renderer)
+    with _measured(figure) as checks:
+        figure.draw_without_rendering()
+    # the size savefig's bbox_inches="tight" crops to, in pixels of size
+    pad = 2 * matplotlib.rcParams["savefig.pad_inches"]
+    inches = figure.get_tightbbox(figure._get_renderer())
+    return {
+        "width": round((inches.width + pad) * figure.dpi),
+        "height": round((inches.height + pad) * figure.dpi),
+        **checks,
+    }
+
+
+@contextmanager
+def _measured(figure):
+    """Within: each draw of ``figure`` (savefig's or a layout-only one)
+    records what :func:`measure` reports of its text and legends in the
+    yielded dict, from the layout the draw made; sizes in pixels of the
+    figure's size (savefig may draw it at another dpi)."""
+    checks = {}
+    size_dpi = figure.dpi
+    draw = figure.draw
+
+    def draw_and_measure(renderer):
+        with _texts_drawn() as drawn:
+            draw(renderer)
+        checks.update(_text_checks(figure, renderer, drawn, size_dpi))
+
+    figure.draw = draw_and_measure
+    try:
+        yield checks
+    finally:
+        del figure.draw  # the class's again
+
+
+def _text_checks(figure, renderer, drawn, size_dpi):
+    """The smallest of the ``drawn`` texts, the labels drawn over each
+    other and the legends over data, as ``renderer`` laid them out."""
+    pixel = renderer.dpi / size_dpi  # one pixel of size
     boxes = [(text, text.get_window_extent(renderer)) for text in drawn]
     overlaps = [
         [a.get_text(), b.get_text()]
         for i, (a, box_a) in enumerate(boxes)
         for b, box_b in boxes[i + 1 :]
-        if _overlap(box_a, box_b) > 1
+        if _overlap(box_a, box_b) > pixel
     ]
     legends = [ax.get_legend() for ax in figure.axes] + figure.legends
     covered = [
@@ -91,13 +130,8 @@ def measure(figure):
             for x, y in line.get_transform().transform(line.get_xydata())
         )
     ]
-    # the size savefig's bbox_inches="tight" crops to, in pixels of size
-    pad = 2 * matplotlib.rcParams["savefig.pad_inches"]
-    inches = figure.get_tightbbox(renderer)
-    sizes = [t.get_fontsize() * figure.dpi / 72 for t in drawn]
+    sizes = [text.get_fontsize() * size_dpi / 72 for text in drawn]
     return {
-        "width": round((inches.width + pad) * figure.dpi),
-        "height": round((inches.height + pad) * figure.dpi),
         "smallest_text_px": round(min(sizes, default=99), 1),
         "overlaps": overlaps,
         "legend_over_data": covered,
@@ -119,11 +153,10 @@ def _overlap(a, b):
     return max(0, min(width, height))
 
 
-def _drawn_texts(figure, renderer=None):
-    """Every text the figure draws, as :class:`~matplotlib.text.Text` (a
-    draw at its size records them; a tick outside the axes' limits, say, is
-    not drawn)."""
-    renderer = renderer or figure._get_renderer()
+@contextmanager
+def _texts_drawn():
+    """Within: every visible, non-empty text drawn is added to the yielded
+    list, once (a tick outside the axes' limits, say, is not drawn)."""
     drawn = {}
     draw = Text.draw
 
@@ -133,12 +166,44 @@ def _drawn_texts(figure, renderer=None):
         return draw(text, renderer)
 
     Text.draw = record
+    texts = []
     try:
-        with renderer._draw_disabled():  # lays it out, paints nothing
-            figure.draw(renderer)
+        yield texts
     finally:
         Text.draw = draw
-    return list(drawn.values())
+        texts += drawn.values()
+
+
+def _drawn_texts(figure):
+    """Every text the figure draws, from a layout-only draw."""
+    with _texts_drawn() as drawn:
+        figure.draw_without_rendering()
+    return drawn
+
+
+# one parser of mathematics for every renderer: Matplotlib gives each
+# renderer its own, and its cache of parsed expressions is the parser's, so
+# each rendering of a figure parsed its tick labels ($10^{-2}$...) again
+_PARSERS = {}
+
+
+@contextmanager
+def _one_mathematics_parser():
+    """Within: every Agg renderer made shares one mathematics parser."""
+    from matplotlib.backends import backend_agg
+
+    made = backend_agg.MathTextParser
+
+    def shared(output):
+        if output not in _PARSERS:
+            _PARSERS[output] = made(output)
+        return _PARSERS[output]
+
+    backend_agg.MathTextParser = shared
+    try:
+        yield
+    finally:
+        backend_agg.MathTextParser = made
 
 
 _catalog = {}
