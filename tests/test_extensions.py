@@ -419,6 +419,30 @@ def test_a_chinese_download_shows_its_tables_and_claims_in_chinese():
     }
     downloads.outputs_in_chinese(data)
     assert data["text/markdown"].startswith("| 变体 | 种子 |\n|---|---|\n")
-    assert "| standard 8 x 8 | 1 |" in data["text/markdown"], "data stay"
+    assert "| 标准 8 x 8 | 1 |" in data["text/markdown"], "numbers stay"
     assert "✓ 已检验 1 条论断" in data["text/html"]
     assert "<li>✓ 标准 8 x 8：比 16 个头差</li>" in data["text/html"]
+
+
+def test_a_table_cell_goes_into_chinese_whole_or_by_its_parts():
+    pytest.importorskip("sphinx")
+    pytest.importorskip("babel")
+    edition = extension("chinese_edition")
+    words = {
+        "median {} ({} to {})": "中位数 {}（{} 至 {}）",
+        "standard {} of {} seeds": "标准 {} / {} 个种子",
+        "wide {} of {} seeds": "宽 {} / {} 个种子",
+        "{} of {} trained again": "{1} 个中重新训练了 {0} 个",
+        "advmod": "advmod",
+    }
+    cell = edition.cell_in_chinese
+    assert cell("median 0.69 (0.12 to 0.88) ✓", words) == (
+        "中位数 0.69（0.12 至 0.88） ✓"
+    )
+    assert cell("standard 0 of 20 seeds; wide 12 of 20 seeds", words) == (
+        "标准 0 / 20 个种子；宽 12 / 20 个种子"
+    )
+    assert cell("2 of 20 trained again", words) == "20 个中重新训练了 2 个"
+    assert cell("advmod", words) == "advmod"  # a label that stays
+    assert cell("0.5 / 0.7", words) == "0.5 / 0.7"  # numbers only
+    assert cell("standard 1 of 3 seeds; a new phrase", words) is None

@@ -233,14 +233,15 @@ class DisplayMathTranslated(SphinxTransform):
             node["translatable"] = False  # done here, or the same in both
 
 
-# the words of the header cells of the tables the chapters print
+# the words of the tables, figures and claims the chapters print
 HEADERS = ROOT / "locale" / LANGUAGE / "outputs.po"
 
 
-class TableHeadersTranslated(SphinxTransform):
-    """The header cells of the tables a chapter prints, in Chinese: the
-    numbers below them are the run's, the words come from
-    ``locale/zh_CN/outputs.po``. A header the catalog lacks is a warning."""
+class TableWordsTranslated(SphinxTransform):
+    """The cells of the tables a chapter prints, in Chinese: the numbers are
+    the run's, the words come from ``locale/zh_CN/outputs.po``
+    (:func:`cell_in_chinese`). A cell with words the catalog lacks is a
+    warning."""
 
     default_priority = 12
 
@@ -248,20 +249,43 @@ class TableHeadersTranslated(SphinxTransform):
         if not is_chinese(self.config):
             return
         words = catalog_file(HEADERS)
-        for head in self.document.findall(nodes.thead):
-            if not _is_output(head):
+        for table in self.document.findall(nodes.table):
+            if not _is_output(table):
                 continue
-            for text in list(head.findall(nodes.Text)):
+            for text in list(table.findall(nodes.Text)):
                 key = text.astext().strip()
-                if key in words:
-                    new = nodes.Text(text.astext().replace(key, words[key]))
-                    text.parent.replace(text, new)
-                elif re.search("[A-Za-z]{2}", key):
+                chinese = cell_in_chinese(key, words)
+                if chinese is None:
                     logger.warning(
-                        f"a table header without a translation: {key!r} "
+                        f"a table cell without a translation: {key!r} "
                         f"(add it to {HEADERS.relative_to(ROOT)})",
                         location=self.env.docname,
                     )
+                elif chinese != key:
+                    new = nodes.Text(text.astext().replace(key, chinese))
+                    text.parent.replace(text, new)
+
+
+MARKS = (" ✓", " ✗")  # a value's mark: its claim held, or failed
+PARTS = re.compile(r"( / |; )")  # the parts of a cell that holds several
+
+
+def cell_in_chinese(text, words):
+    """A table cell in Chinese, its numbers as the run wrote them: the whole
+    cell from ``words``, else each of its parts (``a / b``, ``a; b``); a
+    value's mark ✓ or ✗ stays. None where ``words`` lacks a part."""
+    from mha_lib.course.figure_editions import translate
+
+    mark = next((m for m in MARKS if text.endswith(m)), "")
+    text = text.removesuffix(mark)
+    whole = translate(text, words)
+    if whole is not None:
+        return whole + mark
+    parts = PARTS.split(text)
+    parts[::2] = [translate(part, words) for part in parts[::2]]
+    if None in parts:
+        return None
+    return "".join(parts).replace("; ", "；") + mark
 
 
 # the one line of a chapter's checked claims (mha_lib.course.report), in
@@ -627,7 +651,7 @@ def _link_editions(app, pagename, templatename, context, doctree):
 def setup(app):
     app.add_transform(OutputsStayAsRun)
     app.add_transform(DisplayMathTranslated)
-    app.add_transform(TableHeadersTranslated)
+    app.add_transform(TableWordsTranslated)
     app.add_transform(FoldLinesTranslated)
     app.add_transform(ControlsTranslated)
     app.add_search_language(ChineseSearch)

@@ -206,14 +206,27 @@ def plain_chapter(notebook, extras, edition, catalog=None):
 
 def outputs_in_chinese(data):
     """An output's words in Chinese, as the Chinese pages show them: the
-    header row of a printed table, a folded list of claims."""
-    from chinese_edition import HEADERS, catalog_file, folds_in_chinese
+    cells of a printed table, a folded list of claims."""
+    from chinese_edition import (
+        HEADERS,
+        catalog_file,
+        cell_in_chinese,
+        folds_in_chinese,
+    )
 
     words = catalog_file(HEADERS)
     if "text/markdown" in data and data["text/markdown"].startswith("|"):
-        header, _, rest = data["text/markdown"].partition("\n")
-        cells = [words.get(c.strip(), c.strip()) for c in header.split("|")]
-        data["text/markdown"] = " | ".join(cells).strip() + "\n" + rest
+        rows = data["text/markdown"].split("\n")
+        for index, row in enumerate(rows):
+            cells = row.split("|")
+            if index == 1 or len(cells) < 3:  # the rule under the header
+                continue
+            cells[1:-1] = [
+                f" {cell_in_chinese(c.strip(), words) or c.strip()} "
+                for c in cells[1:-1]
+            ]
+            rows[index] = "|".join(cells)
+        data["text/markdown"] = "\n".join(rows)
     if "text/html" in data:
         data["text/html"] = folds_in_chinese(data["text/html"], words)
 
