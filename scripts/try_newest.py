@@ -28,7 +28,8 @@ from lock import freeze  # scripts/lock.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements.lock"
-# the fixtures of tests/conftest.py and tests/browsing.py that build the book
+# the fixtures of tests/book_session.py and tests/browsing.py that build the
+# book
 BOOK = r"\b(book_build|built_book|english_pages|chinese_pages|site|opened)\b"
 
 

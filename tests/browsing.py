@@ -18,7 +18,8 @@ import threading
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
-from support import NOTEBOOKS, ROOT, extension
+from book_session import CACHE
+from support import NOTEBOOKS, extension
 
 # the flags and the quiet file server the build prints the PDF with
 _book_pdf = extension("book_pdf")
@@ -323,7 +324,7 @@ def figures_as_drawn():
 
     from mha_lib.course.figure_editions import MIME
 
-    cache = get_cache(ROOT / "_build" / ".jupyter_cache")
+    cache = get_cache(CACHE)
     figures = []
     for path in NOTEBOOKS:
         source = nbformat.read(path, as_version=4)

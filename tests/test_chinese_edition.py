@@ -10,6 +10,7 @@ import re
 from collections import Counter
 
 import pytest
+from book_session import EXECUTION, EXECUTION_ZH
 from browsing import CHINESE, figures_as_drawn, pages
 from bs4 import BeautifulSoup
 from support import ROOT, extension
@@ -115,8 +116,7 @@ def test_the_chinese_edition_executed_nothing(chinese_pages):
     """Its outputs are the English build's: every notebook's came from the
     execution cache the English build filled."""
     english, chinese = (
-        json.loads((ROOT / "_build" / name).read_text())
-        for name in ("execution.json", "execution-zh_CN.json")
+        json.loads(path.read_text()) for path in (EXECUTION, EXECUTION_ZH)
     )
     assert chinese.keys() == english.keys()
     assert all(line["reused"] for line in chinese.values()), chinese

@@ -9,8 +9,10 @@ chapter on the built book has run to the end. One chapter on its own:
 
 import json
 
+import book_session
 import pytest
-from support import NOTEBOOKS, ROOT
+from book_session import HTML
+from support import NOTEBOOKS
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +20,7 @@ def execution(english_pages):
     """How the build got each chapter's outputs
     (``book/_ext/execution_report.py``, written with the pages, before the
     PDF)."""
-    return json.loads((english_pages.parent / "execution.json").read_text())
+    return json.loads(book_session.EXECUTION.read_text())
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -32,7 +34,7 @@ def test_the_book_shows_one_run_of_each_chapter(request, execution, path):
     if chapters:  # nbval ran the chapters in this session
         assert data["reused"], f"the build executed {path.name} a second time"
     # the download: the chapter as the page shows it, carrying mha_lib first
-    download = ROOT / "_build" / "html" / "_sources" / "notebooks" / path.name
+    download = HTML / "_sources" / "notebooks" / path.name
     cells = json.loads(download.read_text())["cells"]
     code = [c for c in cells if c["cell_type"] == "code"]
     assert code[0]["id"] == "install-mha-lib", (
@@ -48,13 +50,6 @@ def test_the_book_shows_one_run_of_each_chapter(request, execution, path):
 
 
 def test_a_kernel_that_dies_at_its_start_is_started_again():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "root_conftest", ROOT / "conftest.py"
-    )
-    root = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(root)
     calls = []
 
     def dies_twice(**kwargs):
@@ -63,12 +58,12 @@ def test_a_kernel_that_dies_at_its_start_is_started_again():
             raise RuntimeError("Kernel died before replying to kernel_info")
         return "manager", "client"
 
-    start = root._tried_again(dies_twice)
+    start = book_session._tried_again(dies_twice)
     assert start(kernel_name="python") == ("manager", "client")
-    assert len(calls) == 3 and root._tried_again(start) is start
+    assert len(calls) == 3 and book_session._tried_again(start) is start
 
     def always_dies(**kwargs):
         raise RuntimeError("Kernel died before replying to kernel_info")
 
     with pytest.raises(RuntimeError, match="Kernel died"):
-        root._tried_again(always_dies)()
+        book_session._tried_again(always_dies)()
