@@ -19,7 +19,8 @@ are kept in a partial file, so a run that stops resumes. Settings reach a
 chapter in the open: a cell with their values is added after the chapter's cell
 tagged ``parameters`` (papermill's convention), ``KEEP_GOING = True`` among
 them, so that a failed claim is recorded, marked ✗, instead of stopping the
-run; a last added cell prints the chapter's claims, which this command reads
+run; a second added cell turns off the drawing of figures, which this command
+does not read; a last added cell prints the chapter's claims, which it reads
 (see ``mha_lib.course.replication``). Chapter 7's claims rest on runs of 1,500
 steps of a language model (minutes per seed and variant on a CPU), so none is
 re-trained here; Chapter 7 re-trains a subset of its stored runs itself.
@@ -41,6 +42,7 @@ from nbclient import NotebookClient
 
 import mha_lib
 from mha_lib.course import results
+from mha_lib.course.figure_editions import MIME
 from mha_lib.course.replication import parse_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +77,14 @@ def run_chapter(path, parameters):
         "\n".join(f"{name} = {value!r}" for name, value in settings.items())
     )
     injected.metadata["tags"] = ["injected-parameters"]
-    notebook.cells.insert(tagged[0] + 1, injected)
+    # this run reads the claims: its figures are not drawn (the formatters
+    # that draw them, of the page and of the book's other renderings, go)
+    unseen = nbformat.v4.new_code_cell(
+        "formatters = get_ipython().display_formatter.formatters\n"
+        f"for kind in ('image/png', {MIME!r}):\n"
+        "    formatters.pop(kind, None)"
+    )
+    notebook.cells[tagged[0] + 1 : tagged[0] + 1] = [injected, unseen]
     marker = "claims of the chapter:"
     notebook.cells.append(
         nbformat.v4.new_code_cell(
@@ -223,9 +232,13 @@ def main():
         verdict = "held" if row["held"] else "FAILED"
         if not (row["held_on_chapter_seeds"] or args.only_new):
             verdict += " (and FAILED on the chapter's seeds)"
+        own, new = (
+            "—" if row[key] is None else row[key]  # a claim without a value
+            for key in ("chapter_seeds", "new_seeds")
+        )
         print(
             f"Ch {row['chapter']}  {row['claim']:{width}s} | "
-            f"{row['chapter_seeds']} | {row['new_seeds']} | {verdict}"
+            f"{own} | {new} | {verdict}"
         )
     failed = [
         r for r in rows if not (r["held"] and r["held_on_chapter_seeds"])
