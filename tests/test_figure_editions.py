@@ -128,3 +128,17 @@ def test_without_the_catalog_a_figure_is_one_png(monkeypatch):
     monkeypatch.setattr(editions, "catalog", lambda: None)
     figure, _ = two_panels()
     assert editions.renderings(figure, plotting.sharp_png) is None
+
+
+def test_a_stacked_colour_bar_keeps_its_ticks_on_its_own_side():
+    figure = matplotlib.figure.Figure(figsize=(8, 3))
+    for ax in figure.subplots(1, 2):
+        image = ax.imshow([[0, 1], [2, 3]])
+        figure.colorbar(image, ax=ax)
+    bars = figure.axes[2:]
+    with editions._edition(figure, None, narrow=True):
+        for bar in bars:
+            ticks = bar.yaxis.get_tick_params()
+            assert ticks["labelright"] and not ticks["labelleft"], (
+                "a colour bar's tick labels drawn twice, once over the data"
+            )

@@ -422,9 +422,12 @@ def _stack(figure, undo):
     column_grid = GridSpec(columns, 1, figure=figure)
     for ax, spec, top in members:
         # a panel that shared its neighbour's y axis showed no tick labels
-        shown = ax.yaxis.get_tick_params().get("labelleft", True)
-        undo.append(lambda a=ax, s=shown: a.tick_params(labelleft=s))
-        ax.tick_params(labelleft=True)
+        # (a colour bar shows its own on the right)
+        ticks = ax.yaxis.get_tick_params()
+        if not ticks.get("labelright", False):
+            shown = ticks.get("labelleft", True)
+            undo.append(lambda a=ax, s=shown: a.tick_params(labelleft=s))
+            ax.tick_params(labelleft=True)
         new_top = column_grid[top.colspan.start, 0]
         if spec is top:
             undo.append(lambda a=ax, s=spec: a.set_subplotspec(s))
