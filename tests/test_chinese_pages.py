@@ -112,3 +112,28 @@ def test_chinese_text_is_drawn_in_a_font_that_has_it(site, browser):
         ), f"{name}: {selector} is drawn in {fonts}, no font with Chinese"
         assert not script_errors, script_errors
         page.close()
+
+
+# the Chinese words inside the equations of a page (\text{值路径}): their
+# characters and how wide each is drawn, in ems of its font
+WORDS_IN_EQUATIONS = r"""() => [...document.querySelectorAll('mjx-utext')]
+  .filter(e => /[\u4e00-\u9fff]/.test(e.textContent))
+  .map(e => [e.textContent, e.getBoundingClientRect().width
+    / e.textContent.length / parseFloat(getComputedStyle(e).fontSize)])"""
+
+
+def test_words_in_chinese_equations_are_drawn(site, browser):
+    """MathJax's fonts have no Chinese glyphs: an equation's words come
+    from the page's fonts, each character about an em wide (drawn in
+    MathJax's own font they were blank, a third of an em apart)."""
+    base, _ = site
+    found = []
+    for name in ("04_heads_differ", "05_chunked_standard_wide"):
+        address = urljoin(base, f"{CHINESE}notebooks/{name}.html")
+        page, _ = visit(browser, address)
+        page.evaluate(DRAWN_WITH_FONTS_LOADED)
+        found += page.evaluate(WORDS_IN_EQUATIONS)
+        page.close()
+    assert len(found) >= 4, found
+    narrow = [(text, round(ems, 2)) for text, ems in found if ems < 0.8]
+    assert not narrow, f"words in equations drawn without glyphs: {narrow}"

@@ -609,6 +609,14 @@ def _chinese_settings(app, config):
             "search_bar_text": SEARCH_TEXT,
         }
         config.html_search_options = {"dict": str(SEARCH_WORDS)}
+        # words in an equation (\text{值路径}) in the page's fonts: MathJax's
+        # own have no Chinese glyphs, and it drew them with none (blank)
+        mathjax = dict(config.mathjax3_config or {})
+        mathjax["chtml"] = {
+            **mathjax.get("chtml", {}),
+            "mtextInheritFont": True,
+        }
+        config.mathjax3_config = mathjax
 
 
 # -- both editions: a link to the same page in the other --------------------
