@@ -362,9 +362,26 @@ def figure_checks():
     }
 
 
+# what scrolls sideways in its own box (a printed table, a table of the
+# prose in the theme's box, a display equation, a figure) without the line
+# below it that says so (figures.js)
+UNSAID_SCROLLS = """() => [...document.querySelectorAll(
+    'article table, mjx-container[display="true"], div.mha-figure-scroll')]
+  .map(e => e.closest('div.cell_output') ? e
+    : e.closest('.pst-scrollable-table-container') || e)
+  .filter(box => box.scrollWidth > box.clientWidth + 1)
+  .filter(box => {
+    const hint = box.nextElementSibling;
+    const said = hint && hint.classList.contains('mha-scroll-hint');
+    return !(said && !hint.hidden);
+  })
+  .map(box => box.textContent.trim().slice(0, 40))"""
+
+
 def check_phone_width(names, opened):
-    """At 390 px the page itself must not scroll sideways: wide code, tables
-    and interactive figures scroll inside their own box. Every figure shows
+    """At 390 px the page itself must not scroll sideways: wide code, tables,
+    equations and interactive figures scroll inside their own box, and say
+    so (code excepted: a code box shows its scroll bar). Every figure shows
     its smallest text at 10 px or more (the page shows its narrow rendering,
     ``book/_ext/figure_editions.py``; the sizes are those its drawing
     measured). A page opened wider is narrowed to 390 px (the theme's layout
@@ -388,6 +405,11 @@ def check_phone_width(names, opened):
             ]
             cut = [f["src"] for f in figures if f["right"] > 392]
             assert not cut, f"{name}: images cut off at 390 px: {cut}"
+            page.wait_for_timeout(300)  # the hints follow the new width
+            unsaid = page.evaluate(UNSAID_SCROLLS)
+            assert not unsaid, (
+                f"{name}: at 390 px these scroll sideways unsaid: {unsaid}"
+            )
             small = []
             for f in figures:
                 if not f["figure"]:

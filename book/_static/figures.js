@@ -4,8 +4,8 @@
 // 58 % of its size, so that its smallest text (10 pt at 100 dpi,
 // mha_lib.course.plotting.SMALLEST_TEXT_PT) stays at 8 pixels or more; a
 // figure that is then wider than the column scrolls sideways in its own box
-// instead of shrinking further. A figure or a table that scrolls sideways says
-// so in a line below it.
+// instead of shrinking further. A figure, a table or a display equation that
+// scrolls sideways says so in a line below it.
 (function () {
   const SMALLEST_SCALE = 0.58;
 
@@ -13,6 +13,7 @@
   const HINT = {
     figure: ZH ? "← 图可左右滑动 →" : "← the figure scrolls sideways →",
     table: ZH ? "← 表可左右滑动 →" : "← the table scrolls sideways →",
+    equation: ZH ? "← 公式可左右滑动 →" : "← the equation scrolls sideways →",
   };
 
   // A line after `box` that shows while `box` is wider than its column.
@@ -56,9 +57,21 @@
     document.querySelectorAll("div.mha-interactive").forEach(function (box) {
       sayItScrolls(box, "figure");
     });
-    document.querySelectorAll("div.cell_output table").forEach(function (table) {
-      sayItScrolls(table, "table");
+    // a printed table scrolls in itself, one of the prose in the theme's box
+    document.querySelectorAll("article table").forEach(function (table) {
+      const box = table.closest(".pst-scrollable-table-container");
+      sayItScrolls(table.closest("div.cell_output") ? table : box || table,
+        "table");
     });
+    // a display equation exists once MathJax has typeset the page
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+      MathJax.startup.promise.then(function () {
+        const shown = 'mjx-container[display="true"]';
+        document.querySelectorAll(shown).forEach(function (box) {
+          sayItScrolls(box, "equation");
+        });
+      });
+    }
   }
 
   if (document.readyState === "loading") {
