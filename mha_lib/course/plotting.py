@@ -116,8 +116,8 @@ def legend_below(ax, *handles_and_labels, **options):
 class PointLabels(matplotlib.artist.Artist):
     """Labels beside points, placed each time the figure is drawn (a figure
     is drawn wide and narrow): each takes the first of :attr:`PLACES` where
-    it covers no label placed before it, no point and no legend, inside the
-    axes (where none is free, the one that covers least)."""
+    it covers no label placed before it, no point, error bar or legend,
+    inside the axes (where none is free, the one that covers least)."""
 
     # offsets in points from the point to the label's nearest corner
     PLACES = (
@@ -153,14 +153,8 @@ class PointLabels(matplotlib.artist.Artist):
             for legend in [ax.get_legend(), *ax.figure.legends]
             if legend is not None
         ]
+        taken += _marks(ax, renderer)
         dots = ax.transData.transform(self.points)
-        size = renderer.points_to_pixels(4)
-        for x, y in dots:
-            taken.append(
-                matplotlib.transforms.Bbox.from_extents(
-                    x - size, y - size, x + size, y + size
-                )
-            )
         frame = ax.get_window_extent(renderer)
 
         def covered(box):
@@ -196,6 +190,35 @@ class PointLabels(matplotlib.artist.Artist):
             "left" if dx > 0 else "right" if dx < 0 else "center"
         )
         label.set_verticalalignment("bottom" if dy > 0 else "top")
+
+
+def _marks(ax, renderer):
+    """The boxes of every data point drawn on ``ax`` (a marker's, 4 points
+    each way: labelled or not) and of every error bar, in pixels."""
+    size = renderer.points_to_pixels(4)
+    boxes = []
+    for line in ax.get_lines():
+        if line.get_visible() and line.get_marker() not in ("", " ", "None"):
+            for x, y in line.get_transform().transform(line.get_xydata()):
+                boxes.append(
+                    matplotlib.transforms.Bbox.from_extents(
+                        x - size, y - size, x + size, y + size
+                    )
+                )
+    for bars in ax.collections:
+        if isinstance(bars, matplotlib.collections.LineCollection):
+            transform = bars.get_transform()
+            for segment in bars.get_segments():
+                (x0, y0), (x1, y1) = transform.transform(segment[[0, -1]])
+                boxes.append(
+                    matplotlib.transforms.Bbox.from_extents(
+                        min(x0, x1) - 1,
+                        min(y0, y1),
+                        max(x0, x1) + 1,
+                        max(y0, y1),
+                    )
+                )
+    return boxes
 
 
 def _overlap_area(a, b):
