@@ -142,3 +142,21 @@ def test_a_stacked_colour_bar_keeps_its_ticks_on_its_own_side():
             assert ticks["labelright"] and not ticks["labelleft"], (
                 "a colour bar's tick labels drawn twice, once over the data"
             )
+
+
+def test_tick_labels_given_as_words_are_drawn_in_chinese():
+    """``set_yticks(ticks, labels)`` makes the labels at each draw (a
+    FuncFormatter): the Chinese rendering changes what it makes."""
+    figure = Figure(figsize=(4, 3))
+    ax = figure.subplots()
+    ax.plot([0, 1], [0, 1])
+    ax.set_yticks([0, 1], ["head 0", "head 1"])
+    ax.set_xticks([0, 1], ["loss", "head 2"])
+    drawn = []
+    with editions._edition(figure, WORDS, narrow=False) as missing:
+        figure.canvas.draw()
+        drawn = [t.get_text() for t in ax.get_yticklabels()]
+    assert drawn == ["头 0", "头 1"]
+    assert "loss" in missing
+    figure.canvas.draw()
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["head 0", "head 1"]

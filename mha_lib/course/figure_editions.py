@@ -26,7 +26,7 @@ import matplotlib
 from matplotlib.font_manager import FontProperties
 from matplotlib.gridspec import GridSpec
 from matplotlib.text import Text
-from matplotlib.ticker import FixedFormatter
+from matplotlib.ticker import FixedFormatter, FuncFormatter
 
 MIME = "application/vnd.mha-answered.figures+json"
 ROOT = Path(__file__).resolve().parents[2]
@@ -315,6 +315,10 @@ def _translate_texts(figure, words, missing, undo):
             missing += [t for t, n in zip(old, new) if n is None]
             formatter.seq = [n or t for t, n in zip(old, new)]
             undo.append(lambda f=formatter, s=old: setattr(f, "seq", s))
+        elif isinstance(formatter, FuncFormatter):  # set_ticklabels' labels
+            old = formatter.func
+            undo.append(lambda f=formatter, g=old: setattr(f, "func", g))
+            formatter.func = _translating(old, words, missing)
     for text in drawn:
         old = text.get_text()
         new = translate(old, words)
@@ -330,6 +334,20 @@ def _translate_texts(figure, words, missing, undo):
         family = text.get_fontfamily()
         undo.append(lambda t=text, f=family: t.set_fontfamily(f))
         text.set_fontfamily(fonts)
+
+
+def _translating(label, words, missing):
+    """``label(x, pos)``, a formatter's function, with its text in Chinese
+    (what ``words`` lacks is added to ``missing``)."""
+
+    def chinese(x, pos=None):
+        text = label(x, pos)
+        new = translate(text, words)
+        if new is None:
+            missing.append(text)
+        return new or text
+
+    return chinese
 
 
 def _narrow(figure, undo):
