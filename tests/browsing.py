@@ -386,6 +386,8 @@ def check_phone_width(names, opened):
     ``book/_ext/figure_editions.py``; the sizes are those its drawing
     measured). A page opened wider is narrowed to 390 px (the theme's layout
     follows the width as it changes) and widened again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     measured = figure_checks()
     for name in names:
         page, _ = opened(name)
@@ -405,7 +407,12 @@ def check_phone_width(names, opened):
             ]
             cut = [f["src"] for f in figures if f["right"] > 392]
             assert not cut, f"{name}: images cut off at 390 px: {cut}"
-            page.wait_for_timeout(300)  # the hints follow the new width
+            try:  # the hints follow the new width, at the next frames
+                page.wait_for_function(
+                    f"({UNSAID_SCROLLS})().length === 0", timeout=5000
+                )
+            except PlaywrightTimeout:
+                pass
             unsaid = page.evaluate(UNSAID_SCROLLS)
             assert not unsaid, (
                 f"{name}: at 390 px these scroll sideways unsaid: {unsaid}"

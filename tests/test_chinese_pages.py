@@ -87,6 +87,10 @@ def _fonts_drawing(page, selector):
 # take longer than the 3 s that font-display: block waits before it draws
 # with a fallback, which the loaded font then replaces at the next frame)
 DRAWN_WITH_FONTS_LOADED = """async () => {
+  // every face the page declares, loaded (a face loads when a layout first
+  // needs it, so a face not yet asked for does not hold fonts.ready back)
+  const faces = [...document.fonts].filter(face => face.status !== "loaded");
+  await Promise.all(faces.map(face => face.load().catch(() => null)));
   await document.fonts.ready;
   const frame = () => new Promise(r => requestAnimationFrame(r));
   await frame();

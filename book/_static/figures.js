@@ -29,6 +29,7 @@
       hint.hidden = box.scrollWidth <= box.clientWidth + 1;
     };
     check();
+    window.addEventListener("resize", check); // a width no observer reports
     new ResizeObserver(check).observe(box);
     if (box.firstElementChild) {
       new ResizeObserver(check).observe(box.firstElementChild);

@@ -342,6 +342,8 @@ def _translating(label, words, missing):
 
     def chinese(x, pos=None):
         text = label(x, pos)
+        if not isinstance(text, str):  # a number, drawn as it is
+            return text
         new = translate(text, words)
         if new is None:
             missing.append(text)
