@@ -161,3 +161,23 @@ def test_tick_labels_given_as_words_are_drawn_in_chinese():
     assert "loss" in missing
     figure.savefig(io.BytesIO(), format="png")
     assert [t.get_text() for t in ax.get_yticklabels()] == ["head 0", "head 1"]
+
+
+def test_a_stacked_panel_draws_its_chinese_tick_labels_in_chinese_glyphs():
+    """A panel that shared its neighbour's y axis shows its tick labels once
+    stacked: those labels, never drawn before, get the Chinese font too."""
+    import warnings
+
+    figure = Figure(figsize=(8, 3))
+    axes = figure.subplots(1, 2, sharey=True)
+    for ax in axes:
+        ax.plot([0, 1], [0, 1])
+    axes[0].set_yticks([0, 1], ["head 0", "head 1"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with editions._edition(figure, WORDS, narrow=True):
+            figure.savefig(io.BytesIO(), format="png")
+            shown = [t.get_text() for t in axes[1].get_yticklabels()]
+    assert shown == ["头 0", "头 1"]
+    lacking = [str(w.message) for w in caught if "missing from" in str(w)]
+    assert not lacking, lacking

@@ -307,6 +307,20 @@ def _translate_texts(figure, words, missing, undo):
     undo.append(lambda: rc.__setitem__("font.family", family))
     rc["font.family"] = [FontProperties().get_name(), chinese]
     drawn = _drawn_texts(figure)  # tick labels exist once drawn
+    # and those not drawn yet (a stacked panel shows its hidden ones; new
+    # ticks copy the first one's font)
+    hidden = [
+        label
+        for ax in figure.axes
+        for axis in (ax.xaxis, ax.yaxis)
+        for tick in axis.get_major_ticks()
+        for label in (tick.label1, tick.label2)
+        if label not in drawn
+    ]
+    for label in hidden:
+        family = label.get_fontfamily()
+        undo.append(lambda t=label, f=family: t.set_fontfamily(f))
+        label.set_fontfamily([label.get_fontname(), chinese])
     for axis in (a for ax in figure.axes for a in (ax.xaxis, ax.yaxis)):
         formatter = axis.get_major_formatter()
         if isinstance(formatter, FixedFormatter):
