@@ -66,8 +66,12 @@ body { padding: 0 !important; margin: 0 !important; }
 .pdf-solution { font-weight: 600; margin: 0.8em 0 0.2em; }
 pre { white-space: pre-wrap !important; word-break: break-word; }
 /* long code runs on to the next page (kept whole, it would leave the page
-   before it part empty) */
-div.highlight, pre { break-inside: auto !important; }
+   before it part empty; Chromium keeps a scrolling box whole) */
+div[class*="highlight"], pre {
+  break-inside: auto !important;
+  overflow: visible !important;
+  display: block !important;
+}
 /* a section's checked claims print as their one line, without the marker of
    a fold that paper cannot open */
 details.mha-claims > summary { list-style: none; }
