@@ -74,6 +74,9 @@ def test_spread_text():
     assert spread([0.3, 0.1, 0.2]) == "median 0.200 (0.100 to 0.300)"
     assert spread([-0.12, 0.88, 0.5], 2) == "median 0.50 (-0.12 to 0.88)"
     assert spread([1, 2, 30], digits=1) == "median 2.0 (1.0 to 30.0)"
+    assert spread([-0.0001, -0.011, 0.013]) == (
+        "median 0.000 (-0.011 to 0.013)"
+    ), "a median that rounds to zero has no sign"
 
 
 def test_markdown_table_keeps_a_bar_inside_its_cell():

@@ -122,10 +122,18 @@ def spread(values, digits=3):
     """``median m (min to max)`` of some numbers, as text ("to", not a dash,
     which would read as a minus sign before a negative maximum)."""
     values = list(values)
-    low, middle, high = min(values), statistics.median(values), max(values)
-    return (
-        f"median {middle:.{digits}f} ({low:.{digits}f} to {high:.{digits}f})"
+    low, middle, high = (
+        _rounded(v, digits)
+        for v in (min(values), statistics.median(values), max(values))
     )
+    return f"median {middle} ({low} to {high})"
+
+
+def _rounded(value, digits):
+    """``value`` to ``digits`` decimals, a negative that rounds to zero
+    written as zero ("0.000", not "-0.000")."""
+    text = f"{value:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text
 
 
 def markdown_table(header, rows):
