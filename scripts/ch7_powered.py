@@ -127,8 +127,9 @@ def main():
         return
     done = {}
     for name, lr, block in plan:
-        done[key(name, lr, block)] = parts.get(
-            key, lambda n=name, r=lr, b=block: run(n, r, b)
+        part = key(name, lr, block)
+        done[part] = parts.get(
+            part, lambda n=name, r=lr, b=block: run(n, r, b)
         )
     data = {
         "settings": {
@@ -144,8 +145,8 @@ def main():
                 "rates": rates_to_train(stored[name], rates),
                 "runs": [
                     r
-                    for key, runs in done.items()
-                    if key.startswith(name + " @ ")
+                    for part, runs in done.items()
+                    if part.startswith(name + " @ ")
                     for r in runs
                 ],
             }
