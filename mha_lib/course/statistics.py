@@ -192,6 +192,18 @@ def best_rate(losses_by_rate, solved_below):
     return min(losses_by_rate, key=rank)
 
 
+def lowest_median_rate(losses_by_rate):
+    """The learning rate whose runs have the lowest median final loss (the
+    first listed, on a tie). ``losses_by_rate``: ``{rate: [final loss of each
+    tuning seed]}``; a median over several seeds is less at the mercy of one
+    seed's luck than one seed's best."""
+    if not losses_by_rate:
+        raise ValueError("losses_by_rate is empty: no rate to choose")
+    return min(
+        losses_by_rate, key=lambda r: statistics.median(losses_by_rate[r])
+    )
+
+
 def fisher_one_sided(first, first_total, second, second_total):
     """One-sided Fisher exact test that the first group's rate is higher:
     the probability of ``first`` or more successes in the first group if
