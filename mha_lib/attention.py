@@ -1,10 +1,10 @@
-"""Scaled dot-product attention over heads, with its input checks and masks.
+"""Scaled dot-product attention over heads, its input checks and its masks.
 
-Every layer in :mod:`mha_lib.layers` calls :func:`check_inputs`,
-:func:`build_mask` and :func:`attend`, so they share one definition of masking,
-scaling and fully masked rows: a query that may attend to no key gets zero
-weights and a zero output (before the output projection), not the NaN of a
-softmax over ``-inf``, and a zero gradient.
+Every layer of :mod:`mha_lib.layers` calls :func:`check_inputs`,
+:func:`logit_mask` and :func:`attend`, so they share one definition of
+masking and scaling, and of a fully masked row: a query that may attend to no
+key gets zero weights, a zero output and a zero gradient, not the NaN of a
+softmax over ``-inf``.
 """
 
 import math
@@ -12,17 +12,17 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .checks import check_bool, check_tensor
+from .checks import check_bool, check_shape, check_tensor
 
 
 def check_inputs(query, key, value, d_model, dtype):
-    """Check ``(batch, seq, d_model)`` inputs of the layer's ``dtype``;
-    ``key``/``value`` default to ``query``."""
+    """``(query, key, value)``, each checked to be ``(batch, seq, d_model)``
+    of the layer's ``dtype``; ``key`` defaults to ``query``, ``value`` to
+    ``key``."""
     key = query if key is None else key
     value = key if value is None else value
     for name, x in (("query", query), ("key", key), ("value", value)):
-        check_tensor(name, x)
-        if x.dim() != 3 or x.shape[-1] != d_model:
+        if check_tensor(name, x).dim() != 3 or x.shape[-1] != d_model:
             hint = "; add a batch axis with .unsqueeze(0)" * (x.dim() == 2)
             raise ValueError(
                 f"{name} must have shape (batch, seq, d_model={d_model}), "
@@ -37,30 +37,24 @@ def check_inputs(query, key, value, d_model, dtype):
                 f"{dtype}; cast the input with .to({dtype}) or the layer "
                 f"with .to({x.dtype})"
             )
-    if not query.shape[0] == key.shape[0] == value.shape[0]:
+    if query.shape[0] != key.shape[0] or key.shape[:2] != value.shape[:2]:
         raise ValueError(
-            "query, key and value must share the batch size, got "
-            f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}"
-        )
-    if key.shape[1] != value.shape[1]:
-        raise ValueError(
-            f"key and value must have the same length, got {key.shape[1]} "
-            f"and {value.shape[1]}"
+            "query, key and value must share the batch size, and key and "
+            "value the length; got shapes "
+            f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
         )
     return query, key, value
 
 
-def build_mask(attn_mask, key_padding_mask, is_causal, query, key, heads=1):
-    """The three masks as one: ``(logit_mask, dead_rows)``, both ``None`` when
-    nothing is masked.
+def logit_mask(attn_mask, key_padding_mask, is_causal, query, key, heads):
+    """The three masks as one float mask added to the logits (0 or -inf, or a
+    float mask's values), broadcasting to ``(batch, heads, n_query, n_key)``;
+    ``None`` when nothing is masked.
 
-    ``logit_mask`` is added to the logits; it broadcasts to ``(batch, heads,
-    n_query, n_key)`` and holds 0 or -inf (or a float mask's values).
-    ``dead_rows`` marks the queries that may attend to nothing, ``(batch or 1,
-    heads or 1, n_query, 1)``. Shapes follow ``torch.nn.MultiheadAttention``:
-    ``attn_mask`` ``(n_query, n_key)`` or ``(batch * heads, n_query, n_key)``
-    (or ``(batch, heads, n_query, n_key)``), ``key_padding_mask`` ``(batch,
-    n_key)``; ``is_causal`` hides keys after the query's index.
+    Shapes follow ``torch.nn.MultiheadAttention`` (bool: True = may not
+    attend): ``attn_mask`` ``(n_query, n_key)``, ``(batch * heads, n_query,
+    n_key)`` or ``(batch, heads, n_query, n_key)``; ``key_padding_mask``
+    ``(batch, n_key)``; ``is_causal`` hides the keys after a query's index.
     """
     check_bool("is_causal", is_causal)
     (batch, n_query, _), n_key = query.shape, key.shape[1]
@@ -74,32 +68,20 @@ def build_mask(attn_mask, key_padding_mask, is_causal, query, key, heads=1):
                 f"of {shapes}: (n_query, n_key), (batch * heads, n_query, "
                 "n_key) or (batch, heads, n_query, n_key)"
             )
-        if attn_mask.dim() == 3:  # (batch * heads, ...) -> (batch, heads, ...)
-            attn_mask = attn_mask.reshape(batch, heads, n_query, n_key)
+        if attn_mask.dim() == 3:  # (batch * heads, ..) -> (batch, heads, ..)
+            attn_mask = attn_mask.unflatten(0, (batch, heads))
         masks.append(("attn_mask", attn_mask))
     if key_padding_mask is not None:
-        shape = tuple(check_tensor("key_padding_mask", key_padding_mask).shape)
-        if shape != (batch, n_key):
-            raise ValueError(
-                f"key_padding_mask has shape {shape}; expected (batch, n_key) "
-                f"= ({batch}, {n_key})"
-            )
+        check_shape(
+            "key_padding_mask", key_padding_mask, batch=batch, n_key=n_key
+        )
         padding = key_padding_mask[:, None, None, :]  # (batch, 1, 1, n_key)
         masks.append(("key_padding_mask", padding))
     if is_causal:
         future = torch.ones(n_query, n_key, dtype=torch.bool).triu(1)
-        masks.append(("is_causal", future))
-    if not masks:
-        return None, None
-    logit_mask = sum(_additive(name, mask, query) for name, mask in masks)
-    while logit_mask.dim() < 4:
-        logit_mask = logit_mask[None]  # (.., .., n_query, n_key)
-    dead_rows = torch.isneginf(logit_mask).all(dim=-1, keepdim=True)
-    if not dead_rows.any():
-        return logit_mask, None
-    # dead rows attend uniformly (finite softmax and gradients); attend()
-    # zeroes them
-    return logit_mask.masked_fill(dead_rows, 0.0), dead_rows
+        masks.append(("is_causal", future))  # (n_query, n_key)
+    if masks:
+        return sum(_additive(name, mask, query) for name, mask in masks)
 
 
 def _additive(name, mask, like):
@@ -116,56 +98,35 @@ def _additive(name, mask, like):
     return mask.to(like.device, like.dtype)
 
 
-def check_head_mask(head_mask, **sizes):
-    """Raise unless ``head_mask`` is a tensor of shape ``sizes``, e.g.
-    ``num_heads=8``; returns it."""
-    check_tensor("head_mask", head_mask)
-    if tuple(head_mask.shape) != tuple(sizes.values()):
-        raise ValueError(
-            f"head_mask must have shape ({', '.join(sizes)}) = "
-            f"{tuple(sizes.values())}, got {tuple(head_mask.shape)}"
-        )
-    return head_mask
-
-
-def attend(
-    q,
-    k,
-    v,
-    logit_mask=None,
-    dead_rows=None,
-    *,
-    scale=None,
-    dropout=0.0,
-    need_weights=False,
-):
+def attend(q, k, v, mask=None, scale=None, dropout=0.0, need_weights=False):
     """Softmax attention per head: ``(out (batch, heads, n_query, size),
     weights (batch, heads, n_query, n_key) | None)``.
 
     ``q``: ``(batch, heads, n_query, head_dim)``; ``k``, ``v``: ``(batch,
     kv_heads, n_key, size)``, ``kv_heads`` dividing ``heads`` (grouped-query
-    attention). ``scale`` multiplies the logits, default ``1 /
-    sqrt(head_dim)``; ``dropout`` is the probability of dropping a weight
-    (give 0 outside training). Without ``need_weights`` it calls
-    ``F.scaled_dot_product_attention`` (fused kernels).
+    attention). ``mask`` is added to the logits (see :func:`logit_mask`);
+    ``scale`` multiplies them, default ``1 / sqrt(head_dim)``; ``dropout``
+    drops weights (give 0 outside training). Without ``need_weights`` it
+    calls ``F.scaled_dot_product_attention`` (fused kernels).
     """
     check_bool("need_weights", need_weights)
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    group = q.shape[1] // k.shape[1]
-    if group > 1:  # (batch, kv_heads, n_key, size) -> (batch, heads, ...)
-        k = k.repeat_interleave(group, dim=1)
-        v = v.repeat_interleave(group, dim=1)
+    if k.shape[1] != q.shape[1]:  # share each key/value head with a group
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+        v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+    dead = None  # queries that may attend to no key: (.., n_query, 1)
+    if mask is not None:
+        dead = torch.isneginf(mask).all(dim=-1, keepdim=True)
+        mask = mask.masked_fill(dead, 0.0)  # finite softmax, zeroed below
     if need_weights:
         scores = q @ k.transpose(-2, -1) * scale  # (b, heads, n_q, n_key)
-        if logit_mask is not None:
-            scores = scores + logit_mask
+        scores = scores if mask is None else scores + mask
         weights = scores.softmax(dim=-1)
-        if dead_rows is not None:
-            weights = weights.masked_fill(dead_rows, 0.0)
-        return F.dropout(weights, dropout) @ v, weights
-    out = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=logit_mask, scale=scale, dropout_p=dropout
-    )
-    if dead_rows is not None:
-        out = out.masked_fill(dead_rows, 0.0)
-    return out, None
+        weights = weights if dead is None else weights.masked_fill(dead, 0.0)
+        out = F.dropout(weights, dropout) @ v  # (b, heads, n_q, size)
+    else:
+        weights = None
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, scale=scale, dropout_p=dropout
+        )
+    return (out if dead is None else out.masked_fill(dead, 0.0)), weights

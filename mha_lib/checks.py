@@ -60,6 +60,17 @@ def check_tensor(name, value):
     return value
 
 
+def check_shape(name, value, **sizes):
+    """Raise unless ``value`` is a tensor of shape ``sizes``, named, e.g.
+    ``num_heads=8``; returns it."""
+    if tuple(check_tensor(name, value).shape) != tuple(sizes.values()):
+        raise ValueError(
+            f"{name} must have shape ({', '.join(sizes)}) = "
+            f"{tuple(sizes.values())}, got {tuple(value.shape)}"
+        )
+    return value
+
+
 def check_instance(value, expected, caller):
     """Raise ``TypeError`` unless ``value`` is an ``expected`` (a class or a
     tuple of classes)."""

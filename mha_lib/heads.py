@@ -6,24 +6,70 @@ views in the paper's (in, out) order, as TransformerLens stores them); the
 functions here work on those.
 """
 
+from typing import NamedTuple, Optional
+
 import torch
 
-from .checks import check_instance
-from .layers import ChunkedAttention, MultiHeadAttention
+
+class HeadWeights(NamedTuple):
+    """A layer's weights with the heads first, in the paper's (in, out) order.
+
+    ``W_Q``, ``W_K``: ``(heads, reads, head_dim)``; ``W_V``: ``(heads, reads,
+    value_dim)``; ``W_O``: ``(heads, value_dim, d_model)``; biases ``(heads,
+    size)`` or ``None``. ``reads`` is ``d_model``, or the chunk size of a
+    chunked layer. Key and value weights have ``num_kv_heads`` heads. These are
+    views: writing into them changes the layer.
+    """
+
+    W_Q: torch.Tensor
+    W_K: torch.Tensor
+    W_V: torch.Tensor
+    W_O: torch.Tensor
+    b_Q: Optional[torch.Tensor]
+    b_K: Optional[torch.Tensor]
+    b_V: Optional[torch.Tensor]
+
+
+def head_weights(layer):
+    """The weights of a :class:`~mha_lib.layers.MultiHeadAttention` or
+    :class:`~mha_lib.layers.ChunkedAttention`, heads first: a
+    :class:`HeadWeights` of views."""
+    parts = ("spec", "q_proj", "k_proj", "v_proj", "out_proj")
+    if not all(hasattr(layer, part) for part in parts):
+        raise TypeError(
+            "head_weights expects mha_lib.MultiHeadAttention or "
+            f"mha_lib.ChunkedAttention, got {type(layer).__name__}"
+        )
+    heads, kv_heads = layer.spec.num_heads, layer.spec.num_kv_heads
+    projections = layer.q_proj, layer.k_proj, layer.v_proj
+    counts = heads, kv_heads, kv_heads
+    if layer.spec.chunked:  # (heads, out, in) -> (heads, in, out)
+        weights = [p.weight.transpose(-2, -1) for p in projections]
+        biases = [p.bias for p in projections]  # (heads, chunk) or None
+    else:  # (count * size, d) -> (count, d, size)
+        weights = [
+            p.weight.unflatten(-2, (count, -1)).transpose(-2, -1)
+            for p, count in zip(projections, counts)
+        ]
+        biases = [  # (count * size,) -> (count, size)
+            None if p.bias is None else p.bias.unflatten(-1, (count, -1))
+            for p, count in zip(projections, counts)
+        ]
+    # W_O is (d_model, heads * value_dim): head i owns a block of columns
+    w_o = layer.out_proj.weight.unflatten(-1, (heads, -1)).movedim(-3, -1)
+    return HeadWeights(*weights, w_o, *biases)
 
 
 def _own_blocks(layer):
     """Every tensor of a layer that belongs to single heads, each ``(num_heads,
     ...)``."""
-    check_instance(
-        layer, (MultiHeadAttention, ChunkedAttention), "per-head parameters"
-    )
+    blocks = head_weights(layer)
     if layer.num_kv_heads != layer.num_heads:
         raise ValueError(
             "per-head parameters need num_kv_heads == num_heads "
             "(no shared key/value heads)"
         )
-    return [block for block in layer.head_weights() if block is not None]
+    return [block for block in blocks if block is not None]
 
 
 def head_parameters(layer):

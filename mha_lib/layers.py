@@ -13,44 +13,40 @@ and the fused layer. Every layer is made from its sizes,
 are the spec's fields, declared there once.
 """
 
-from typing import NamedTuple, Optional
-
 import torch
 from torch import nn
 
-from .attention import attend, build_mask, check_head_mask, check_inputs
+from .attention import attend, check_inputs, logit_mask
+from .checks import check_shape
+from .heads import head_weights
 from .spec import AttentionSpec
 
 
-class _SpecSize:
+def _read_from_spec(name):
     """A layer's size, read from its spec: ``layer.num_heads`` is
-    ``layer.spec.num_heads``."""
+    ``layer.spec.num_heads``, and cannot be set."""
 
-    def __set_name__(self, owner, name):
-        self.name = name
-
-    def __get__(self, layer, owner=None):
-        return self if layer is None else getattr(layer.spec, self.name)
-
-    def __set__(self, layer, value):
+    def refuse(layer, value):
         raise AttributeError(
-            f"{self.name} is read from the layer's spec; make a new layer "
-            "for other sizes"
+            f"{name} is read from the layer's spec; make a new layer for "
+            "other sizes"
         )
+
+    return property(lambda layer: getattr(layer.spec, name), refuse)
 
 
 class _SizedBySpec:
     """The sizes of a layer that holds an :class:`AttentionSpec` as
     ``spec``, and its one-line description."""
 
-    d_model = _SpecSize()
-    num_heads = _SpecSize()
-    head_dim = _SpecSize()
-    value_dim = _SpecSize()
-    num_kv_heads = _SpecSize()
+    d_model = _read_from_spec("d_model")
+    num_heads = _read_from_spec("num_heads")
+    head_dim = _read_from_spec("head_dim")
+    value_dim = _read_from_spec("value_dim")
+    num_kv_heads = _read_from_spec("num_kv_heads")
 
     def extra_repr(self):
-        return _sizes(self.spec)
+        return self.spec.sizes
 
 
 def layer_for(spec):
@@ -61,36 +57,34 @@ def layer_for(spec):
 
 class MultiHeadAttention(_SizedBySpec, nn.Module):
     """Multi-head attention, batch-first: the standard layer, and its wide and
-    grouped variants.
-
-    The sizes are :class:`~mha_lib.spec.AttentionSpec`'s: ``head_dim=None``
-    gives the standard layer (``d_model // num_heads``); ``head_dim=d_model``
-    the wide layer; ``num_kv_heads`` < ``num_heads`` grouped-query attention
-    (1: multi-query). ``value_dim`` (default ``head_dim``) sizes the values
-    apart from the queries and keys. ``scale`` replaces the logits' factor
-    ``1 / sqrt(head_dim)``; ``dropout`` drops attention weights in training.
+    grouped variants, made from an :class:`~mha_lib.spec.AttentionSpec` or its
+    sizes. ``head_dim=None`` gives the standard layer (``d_model //
+    num_heads``), ``head_dim=d_model`` the wide layer, ``num_kv_heads`` <
+    ``num_heads`` grouped-query attention; ``value_dim`` sizes the values
+    apart; ``scale`` replaces the logits' ``1 / sqrt(head_dim)``; ``dropout``
+    drops attention weights in training.
     """
 
     def __init__(self, d_model, num_heads=None, **sizes):
         super().__init__()
         self.spec = spec = _spec(d_model, num_heads, sizes, chunked=False)
-        q_width, k_width, v_width, concat_width = spec.widths
-        self.q_proj = nn.Linear(spec.d_model, q_width, bias=spec.bias)
-        self.k_proj = nn.Linear(spec.d_model, k_width, bias=spec.bias)
-        self.v_proj = nn.Linear(spec.d_model, v_width, bias=spec.bias)
-        self.out_proj = nn.Linear(concat_width, spec.d_model, bias=spec.bias)
+        d, heads, kv_heads = spec.d_model, spec.num_heads, spec.num_kv_heads
+        self.q_proj = nn.Linear(d, heads * spec.head_dim, bias=spec.bias)
+        self.k_proj = nn.Linear(d, kv_heads * spec.head_dim, bias=spec.bias)
+        self.v_proj = nn.Linear(d, kv_heads * spec.value_dim, bias=spec.bias)
+        self.out_proj = nn.Linear(heads * spec.value_dim, d, bias=spec.bias)
 
     def project(self, query, key=None, value=None):
         """``(q, k, v)``, each ``(batch, heads, seq, size)``; k and v have
         ``num_kv_heads`` heads."""
         key = query if key is None else key
         value = key if value is None else value
-        spec = self.spec
+        heads, kv_heads = self.spec.num_heads, self.spec.num_kv_heads
         # (batch, seq, heads * size) -> (batch, heads, seq, size)
-        q = self.q_proj(query).unflatten(-1, (spec.num_heads, -1))
-        k = self.k_proj(key).unflatten(-1, (spec.num_kv_heads, -1))
-        v = self.v_proj(value).unflatten(-1, (spec.num_kv_heads, -1))
-        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        q = self.q_proj(query).unflatten(-1, (heads, -1)).transpose(1, 2)
+        k = self.k_proj(key).unflatten(-1, (kv_heads, -1)).transpose(1, 2)
+        v = self.v_proj(value).unflatten(-1, (kv_heads, -1)).transpose(1, 2)
+        return q, k, v
 
     def forward(
         self,
@@ -104,59 +98,31 @@ class MultiHeadAttention(_SizedBySpec, nn.Module):
         need_weights=False,
         head_mask=None,
     ):
-        """``(output (batch, n_query, d_model), weights (batch, heads, n_query,
-        n_key) | None)``.
-
-        ``key``/``value`` default to ``query`` (self-attention). Masks follow
-        ``torch.nn.MultiheadAttention`` (bool True = may not attend);
-        ``head_mask`` of shape ``(num_heads,)`` scales each head's output
-        before the output projection.
-        """
+        """``(output (batch, n_query, d_model), weights (batch, heads,
+        n_query, n_key) | None)``. ``key``/``value`` default to ``query``;
+        masks as ``torch.nn.MultiheadAttention`` (bool True = may not
+        attend); ``head_mask`` ``(num_heads,)`` scales each head's output."""
         spec = self.spec
         query, key, value = check_inputs(
             query, key, value, spec.d_model, self.out_proj.weight.dtype
         )
-        masks = build_mask(
+        mask = logit_mask(
             attn_mask, key_padding_mask, is_causal, query, key, spec.num_heads
         )
         q, k, v = self.project(query, key, value)
-        heads, weights = attend(  # (batch, heads, n_query, value_dim)
-            q,
-            k,
-            v,
-            *masks,
-            scale=spec.logit_scale,
-            dropout=spec.dropout if self.training else 0.0,
-            need_weights=need_weights,
+        dropout = spec.dropout if self.training else 0.0
+        heads, weights = attend(  # heads: (batch, heads, n_query, value_dim)
+            q, k, v, mask, spec.logit_scale, dropout, need_weights
         )
         if head_mask is not None:
-            head_mask = check_head_mask(head_mask, num_heads=spec.num_heads)
+            check_shape("head_mask", head_mask, num_heads=spec.num_heads)
             heads = heads * head_mask.to(heads)[:, None, None]  # (h, 1, 1)
-        # (batch, heads, n_query, value_dim) -> (batch, n_query, heads *
-        # value_dim)
-        concat = heads.transpose(1, 2).flatten(2)
+        concat = heads.transpose(1, 2).flatten(2)  # (b, n_query, h * value)
         return self.out_proj(concat), weights
 
     def head_weights(self):
-        """The weights, heads first: a :class:`HeadWeights` of views."""
-        heads, kv_heads = self.num_heads, self.num_kv_heads
-
-        def by_head(linear, count):  # (count * size, d) -> (count, d, size)
-            return linear.weight.unflatten(-2, (count, -1)).transpose(-2, -1)
-
-        def bias_of(linear, count):  # (count * size,) -> (count, size)
-            bias = linear.bias
-            return None if bias is None else bias.unflatten(-1, (count, -1))
-
-        return HeadWeights(
-            by_head(self.q_proj, heads),
-            by_head(self.k_proj, kv_heads),
-            by_head(self.v_proj, kv_heads),
-            _output_blocks(self.out_proj, heads),
-            bias_of(self.q_proj, heads),
-            bias_of(self.k_proj, kv_heads),
-            bias_of(self.v_proj, kv_heads),
-        )
+        """The weights, heads first: :func:`mha_lib.heads.head_weights`."""
+        return head_weights(self)
 
 
 class ChunkedLinear(nn.Module):
@@ -216,42 +182,6 @@ class ChunkedAttention(MultiHeadAttention):
         value = key if value is None else value
         return self.q_proj(query), self.k_proj(key), self.v_proj(value)
 
-    def head_weights(self):
-        """The weights, heads first: a :class:`HeadWeights` of views (``reads``
-        = chunk)."""
-        projections = (self.q_proj, self.k_proj, self.v_proj)
-        return HeadWeights(
-            # (heads, out, in) -> (heads, in, out)
-            *(p.weight.transpose(-2, -1) for p in projections),
-            _output_blocks(self.out_proj, self.num_heads),
-            *(p.bias for p in projections),
-        )
-
-
-class HeadWeights(NamedTuple):
-    """A layer's weights with the heads first, in the paper's (in, out) order.
-
-    ``W_Q``, ``W_K``: ``(heads, reads, head_dim)``; ``W_V``: ``(heads, reads,
-    value_dim)``; ``W_O``: ``(heads, value_dim, d_model)``; biases ``(heads,
-    size)`` or ``None``. ``reads`` is ``d_model``, or the chunk size of a
-    chunked layer. Key and value weights have ``num_kv_heads`` heads. These are
-    views: writing into them changes the layer.
-    """
-
-    W_Q: torch.Tensor
-    W_K: torch.Tensor
-    W_V: torch.Tensor
-    W_O: torch.Tensor
-    b_Q: Optional[torch.Tensor]
-    b_K: Optional[torch.Tensor]
-    b_V: Optional[torch.Tensor]
-
-
-def _output_blocks(out_proj, heads):
-    """W_O is stored ``(d_model, heads * value_dim)``: head i owns a block of
-    columns; returns ``(heads, value_dim, d_model)``."""
-    return out_proj.weight.unflatten(-1, (heads, -1)).movedim(-3, -1)
-
 
 class AttentionHead(nn.Module):
     """One head: its own W_Q, W_K, W_V (d_model -> head_dim) and its block
@@ -291,31 +221,18 @@ class AttentionHead(nn.Module):
         query, key, value = check_inputs(
             query, key, value, self.d_model, self.q_proj.weight.dtype
         )
-        masks = build_mask(attn_mask, key_padding_mask, is_causal, query, key)
-        return self.contribution(
-            query, key, value, *masks, need_weights=need_weights
+        mask = logit_mask(
+            attn_mask, key_padding_mask, is_causal, query, key, 1
         )
+        return self.contribution(query, key, value, mask, need_weights)
 
     def contribution(
-        self,
-        query,
-        key,
-        value,
-        logit_mask,
-        dead_rows,
-        *,
-        need_weights,
-        scale=None,
-        dropout=0.0,
+        self, query, key, value, mask, need_weights, scale=None, dropout=0.0
     ):
-        """The head's term of the layer's output, from checked inputs and built
-        masks.
-
-        ``logit_mask`` and ``dead_rows`` are this head's parts of
-        :func:`~mha_lib.attention.build_mask`'s output, ``(batch or 1, 1,
-        n_query, ...)``, or ``None``. ``scale`` and ``dropout`` are the
-        layer's (default ``1 / sqrt(head_dim)`` and none).
-        """
+        """The head's term of the layer's output, from checked inputs and this
+        head's part of :func:`~mha_lib.attention.logit_mask`'s mask (or
+        ``None``). ``scale`` and ``dropout`` are the layer's (default ``1 /
+        sqrt(head_dim)`` and none)."""
         q = self.q_proj(query).unsqueeze(1)  # (batch, 1, n_query, head_dim)
         k = self.k_proj(key).unsqueeze(1)  # (batch, 1, n_key, head_dim)
         v = self.v_proj(value).unsqueeze(1)
@@ -323,14 +240,12 @@ class AttentionHead(nn.Module):
             q,
             k,
             v,
-            logit_mask,
-            dead_rows,
-            scale=self.head_dim**-0.5 if scale is None else scale,
+            mask,
+            scale=scale,
             dropout=dropout,
             need_weights=need_weights,
         )
-        # (batch, n_query, d_model)
-        contribution = self.out_proj(out.squeeze(1))
+        contribution = self.out_proj(out.squeeze(1))  # (batch, n_query, d)
         return contribution, None if weights is None else weights.squeeze(1)
 
 
@@ -353,7 +268,7 @@ class PerHeadAttention(_SizedBySpec, nn.Module):
         ):
             raise ValueError(
                 "PerHeadAttention has one size per head and no shared "
-                f"key/value heads; got {_sizes(spec)}"
+                f"key/value heads; got {spec.sizes}"
             )
         self.heads = nn.ModuleList(
             AttentionHead(spec.d_model, spec.head_dim, spec.bias)
@@ -378,41 +293,33 @@ class PerHeadAttention(_SizedBySpec, nn.Module):
         query, key, value = check_inputs(
             query, key, value, spec.d_model, self.heads[0].q_proj.weight.dtype
         )
-        logit_mask, dead_rows = build_mask(
+        mask = logit_mask(
             attn_mask, key_padding_mask, is_causal, query, key, spec.num_heads
         )
+        if mask is not None:
+            while mask.dim() < 4:  # (.., heads or 1, n_query, n_key)
+                mask = mask[None]
         if head_mask is not None:
-            head_mask = check_head_mask(head_mask, num_heads=spec.num_heads)
-            head_mask = head_mask.to(query)
-        output = (
-            torch.zeros_like(query) if self.out_bias is None else self.out_bias
-        )
+            check_shape("head_mask", head_mask, num_heads=spec.num_heads)
+        output = 0.0 if self.out_bias is None else self.out_bias
         all_weights = []
-        for index, head in enumerate(self.heads):
+        for i, head in enumerate(self.heads):
+            own = None if mask is None else mask[:, i % mask.shape[1], None]
             contribution, weights = head.contribution(
                 query,
                 key,
                 value,
-                _head_part(logit_mask, index),
-                _head_part(dead_rows, index),
-                need_weights=need_weights,
+                own,  # (batch or 1, 1, n_query, n_key)
+                need_weights,
                 scale=spec.logit_scale,
                 dropout=spec.dropout if self.training else 0.0,
             )
             if head_mask is not None:
-                contribution = contribution * head_mask[index]
+                contribution = contribution * head_mask[i].to(contribution)
             output = output + contribution
             all_weights.append(weights)
         weights = torch.stack(all_weights, dim=1) if need_weights else None
         return output, weights
-
-
-def _head_part(mask, index):
-    """Head ``index``'s part of a mask from
-    :func:`~mha_lib.attention.build_mask`, ``(batch or 1, 1, ...)``."""
-    if mask is None or mask.shape[1] == 1:
-        return mask  # the same for every head
-    return mask[:, index : index + 1]
 
 
 def _spec(d_model, num_heads, sizes, *, chunked):
@@ -439,13 +346,3 @@ def _spec(d_model, num_heads, sizes, *, chunked):
             f"{wanted}, or with mha_lib.layer_for(spec)"
         )
     return d_model
-
-
-def _sizes(spec):
-    text = (
-        f"d_model={spec.d_model}, num_heads={spec.num_heads}, "
-        f"head_dim={spec.head_dim}, num_kv_heads={spec.num_kv_heads}"
-    )
-    if spec.value_dim != spec.head_dim:
-        text += f", value_dim={spec.value_dim}"
-    return text

@@ -187,6 +187,18 @@ class AttentionSpec:
         return text
 
     @property
+    def sizes(self):
+        """The sizes as keyword arguments, e.g. ``d_model=64, num_heads=8,
+        head_dim=8, num_kv_heads=8``."""
+        text = (
+            f"d_model={self.d_model}, num_heads={self.num_heads}, "
+            f"head_dim={self.head_dim}, num_kv_heads={self.num_kv_heads}"
+        )
+        if self.value_dim != self.head_dim:
+            text += f", value_dim={self.value_dim}"
+        return text
+
+    @property
     def reads(self):
         """Input features each head's query, key and value maps read."""
         return self.head_dim if self.chunked else self.d_model

@@ -275,7 +275,7 @@ X = torch.randn(2, 5, 16)
         (
             lambda: LAYER(X, torch.randn(2, 6, 16), torch.randn(2, 7, 16)),
             ValueError,
-            "same length",
+            "key and value the length",
         ),
         (
             lambda: LAYER(X, attn_mask=torch.zeros(5, 4, dtype=torch.bool)),
@@ -290,7 +290,7 @@ X = torch.randn(2, 5, 16)
         (
             lambda: LAYER(X, key_padding_mask=torch.zeros(5, 2).bool()),
             ValueError,
-            "key_padding_mask has shape",
+            "key_padding_mask must have shape \\(batch, n_key\\)",
         ),
         (
             lambda: LAYER(X, key_padding_mask=[[True] * 5] * 2),

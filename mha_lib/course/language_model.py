@@ -12,8 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention import check_head_mask
-from ..checks import check_instance, check_positive_int
+from ..checks import check_instance, check_positive_int, check_shape
 from ..layers import layer_for
 from ..spec import AttentionSpec
 from .stacking import broadcast_add
@@ -97,7 +96,9 @@ class CharTransformer(nn.Module):
             )
         if head_mask is not None:
             layers, heads = self.head_shape
-            check_head_mask(head_mask, num_layers=layers, num_heads=heads)
+            check_shape(
+                "head_mask", head_mask, num_layers=layers, num_heads=heads
+            )
         x = broadcast_add(
             self.token(ids), self.position[..., : ids.shape[1], :]
         )

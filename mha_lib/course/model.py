@@ -3,8 +3,7 @@
 import torch
 from torch import nn
 
-from ..attention import check_head_mask
-from ..checks import check_instance, check_positive_int
+from ..checks import check_instance, check_positive_int, check_shape
 from ..layers import layer_for
 from ..spec import AttentionSpec
 from .stacking import broadcast_add
@@ -92,7 +91,9 @@ class AttentionModel(nn.Module):
             )
         if head_mask is not None:
             layers, heads = self.head_shape
-            check_head_mask(head_mask, num_layers=layers, num_heads=heads)
+            check_shape(
+                "head_mask", head_mask, num_layers=layers, num_heads=heads
+            )
         # (batch, seq, d_model) + (seq, d_model): one learned vector per
         # position
         hidden = broadcast_add(
