@@ -3,15 +3,16 @@ learning rate.
 
     python3 scripts/ch5_budgets.py   # about 2 minutes on a 2-core CPU
 
-writes ``mha_lib/results/ch5_budgets.json``. A wide layer costs more per step
-than the standard layer with as many heads, so at the FLOPs of 600 standard
-steps it trains for fewer steps: its budget, the last curve step (every 25)
-whose updates cost no more than 600 standard ones. The rate that suits 600
-steps need not suit 75, so every budget chooses its own, from the long runs'
-grid of five rates on the tuning seeds (0-9) of
-``mha_lib/results/ch5_experiment.json``: Adam at a constant rate, so a run of
-``budget`` steps is the first ``budget`` steps of those runs. The reported
-seeds (10-19), which chose nothing, then train to the budget at that rate.
+writes ``mha_lib/course/results/ch5_budgets.json``. A wide layer costs more per
+step than the standard layer with as many heads, so at the FLOPs of 600
+standard steps it trains for fewer steps: its budget, the last curve step
+(every 25) whose updates cost no more than 600 standard ones. The rate that
+suits 600 steps need not suit 75, so every budget chooses its own, from the
+long runs' grid of five rates on the tuning seeds (0-9) of
+``mha_lib/course/results/ch5_experiment.json``: Adam at a constant rate, so a
+run of ``budget`` steps is the first ``budget`` steps of those runs. The
+reported seeds (10-19), which chose nothing, then train to the budget at that
+rate.
 """
 
 from ch5_experiment import (

@@ -3,10 +3,10 @@
     python3 scripts/ch5_experiment.py   # hours on a 2-core CPU
     python3 scripts/ch5_experiment.py --only long --reverse   # beside it
 
-writes ``mha_lib/results/ch5_experiment.json`` (with the command, device,
-versions and wall time), which Chapter 5 reads. Three parts, each trained with
-``train_seeds`` (Adam, batch 32, ``d_model`` 32, one attention layer),
-evaluated on 1024 fresh sequences:
+writes ``mha_lib/course/results/ch5_experiment.json`` (with the command,
+device, versions and wall time), which Chapter 5 reads. Three parts, each
+trained with ``train_seeds`` (Adam, batch 32, ``d_model`` 32, one attention
+layer), evaluated on 1024 fresh sequences:
 
 - ``grid``: every layer below on both tasks, 150 steps, learning rates 1e-2,
   3e-2 and 1e-1, seeds 0-9;

@@ -3,9 +3,9 @@ into other head counts, scored on the 1,000 treebank sentences.
 
     python3 scripts/ch6_experiment.py   # about 30 minutes on a 2-core CPU
 
-writes ``mha_lib/results/ch6_experiment.json`` (with the command, device,
-versions and wall time), which Chapter 6 reads. Every score compares the
-sentence embeddings of all-MiniLM-L6-v2 with those of a changed model, over
+writes ``mha_lib/course/results/ch6_experiment.json`` (with the command,
+device, versions and wall time), which Chapter 6 reads. Every score compares
+the sentence embeddings of all-MiniLM-L6-v2 with those of a changed model, over
 sentences of the English PUD treebank: how far each embedding moves (1 -
 cosine, mean and largest), for how many sentences the nearest neighbour among
 the other 999 stays the same, and for how many it stays among the 10 nearest.

@@ -3,8 +3,8 @@ text.
 
     python3 scripts/ch7_experiment.py   # 2 GPU-hours; days on 2 CPU cores
 
-writes ``mha_lib/results/ch7_experiment.json`` (with the command, device,
-versions and wall time), which Chapter 7 reads. Every model is a
+writes ``mha_lib/course/results/ch7_experiment.json`` (with the command,
+device, versions and wall time), which Chapter 7 reads. Every model is a
 ``CharTransformer`` on the King James Bible (the last six books held out),
 context 64, batch 32, Adam with warm-up and cosine decay over 1,500 steps;
 held-out bits per character on every validation window every 150 steps.

@@ -3,8 +3,8 @@ trained three times as long.
 
     python3 scripts/ch7_long.py   # about 40 minutes on a 2-core CPU
 
-writes ``mha_lib/results/ch7_long.json``. The standard layer with 1 head and
-with 8, 4,500 steps instead of 1,500 (the same warm-up, the cosine decay
+writes ``mha_lib/course/results/ch7_long.json``. The standard layer with 1 head
+and with 8, 4,500 steps instead of 1,500 (the same warm-up, the cosine decay
 stretched over the longer run), held-out bits per character every 150 steps.
 Seed 0 tries the rate each variant chose at 1,500 steps, half of it and twice
 it, and is reported nowhere; seeds 1 to 5 train at seed 0's best. A run that

@@ -3,9 +3,9 @@ the answers lean on rests on 15 reported seeds and a rate tuned on three.
 
     python3 scripts/ch7_powered.py   # about 8 hours on one CPU thread
 
-writes ``mha_lib/results/ch7_powered.json``. The models, data and schedule
-are those of ``scripts/ch7_experiment.py`` (1,500 steps), whose stored file
-holds seeds 0 to 5 at every rate of its grid. Here a variant's rate is the
+writes ``mha_lib/course/results/ch7_powered.json``. The models, data and
+schedule are those of ``scripts/ch7_experiment.py`` (1,500 steps), whose stored
+file holds seeds 0 to 5 at every rate of its grid. Here a variant's rate is the
 one with the lowest median held-out score over three tuning seeds; to say how
 a verdict fares when other seeds tune, every one of the 20 triples of seeds
 0 to 5 is a tuning set in turn, and seeds 6 to 17 train at every rate that

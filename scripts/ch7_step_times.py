@@ -3,9 +3,9 @@
 
     python3 scripts/ch7_step_times.py   # about two minutes on a 2-core CPU
 
-writes ``mha_lib/results/ch7_step_times.json``. The training runs may have
-used a GPU, where every one of these small models takes about the same time
-(the kernels' launches, not their arithmetic, set it); time on the CPU the
+writes ``mha_lib/course/results/ch7_step_times.json``. The training runs may
+have used a GPU, where every one of these small models takes about the same
+time (the kernels' launches, not their arithmetic, set it); time on the CPU the
 course is read on grows with the work, as it would for a model large enough
 to fill a GPU. Each variant's step (one model, a batch of 32 windows of 64
 characters, forward, backward and Adam) is timed round-robin on one thread,

@@ -9,9 +9,9 @@ and prints one line per claim: the claim, its value on the chapter's seeds, its
 value on the new seeds, and ``held`` or ``FAILED``. It exits with status 1 if
 any claim failed on either. Chapter 4 trains its models in the notebook, so the
 new seeds go to it as ``SEEDS``. Chapter 5 reads its long runs from
-``mha_lib/results/ch5_experiment.json`` and ``ch5_budgets.json``: here every
-layer of those runs, and every wide layer at its budget of equal FLOPs, is
-trained again on the new seeds, at the learning rate the stored tuning seeds
+``mha_lib/course/results/ch5_experiment.json`` and ``ch5_budgets.json``: here
+every layer of those runs, and every wide layer at its budget of equal FLOPs,
+is trained again on the new seeds, at the learning rate the stored tuning seeds
 chose, by ``scripts/ch5_experiment.py``'s and ``ch5_budgets.py``'s own
 functions, and the chapter reads them from a copy of the file
 (``RESULTS_FOLDER``) in which they replace the reported seeds. Those trainings
@@ -25,9 +25,9 @@ does not read; a last added cell prints the chapter's claims, which it reads
 steps of a language model (minutes per seed and variant on a CPU), so none is
 re-trained here; Chapter 7 re-trains a subset of its stored runs itself.
 
-With ``--store`` the run is written to ``mha_lib/results/replication.json``,
-which the two chapters show (a chapter run alone replaces its own rows of a
-stored run on the same seeds).
+With ``--store`` the run is written to
+``mha_lib/course/results/replication.json``, which the two chapters show (a
+chapter run alone replaces its own rows of a stored run on the same seeds).
 """
 
 import argparse

@@ -4,7 +4,7 @@
 
 runs the chapter's notebook with ``STORE_MODELS = True`` added after its
 parameters cell, so that each ``StoredModels.train_seeds`` call in it trains
-every seed and writes ``mha_lib/results/<name>.pt`` (the weights) and
+every seed and writes ``mha_lib/course/results/<name>.pt`` (the weights) and
 ``<name>.json`` (histories, settings, the weights' SHA-256, this command,
 device, versions and the training's wall time). The chapter then reads them and
 trains a few seeds of each again to check them (see
@@ -34,7 +34,7 @@ def main():
     record = results.load(name, folder=results.FOLDER)  # the new digest
     print(
         f"stored {len(record['data']['runs'])} trainings in "
-        f"mha_lib/results/{name}.pt ({record['wall_seconds']:.0f} s of "
+        f"mha_lib/course/results/{name}.pt ({record['wall_seconds']:.0f} s of "
         f"training); {len(claims) - len(failed)} claims held, "
         f"{len(failed)} failed"
     )

@@ -1,14 +1,15 @@
 """Clark et al.'s (2019) analyses of a model's heads, on a gold treebank.
 
-Two kinds of job a head can have. By position: :func:`attention_statistics`
-and :func:`classify_heads` (previous token, next token, [CLS], [SEP], broad).
-By syntax: does a head's most-attended word find the word that a gold
-dependency arc links to? The arcs come from the English part of the Parallel
-Universal Dependencies treebank (1,000 news and Wikipedia sentences, UD v2,
-hand-corrected; CC BY-SA 3.0), shipped in ``mha_lib/data/ud-english-pud`` with
-its README and licence. A head follows a relation only where it beats two
-baselines chosen and scored the same way: the best fixed offset, and the best
-rule that knows the gold word classes ("the nearest NOUN to the right").
+Two kinds of job a head can have. By position: :func:`attention_statistics` and
+:func:`classify_heads` (previous token, next token, [CLS], [SEP], broad). By
+syntax: does a head's most-attended word find the word that a gold dependency
+arc links to? The arcs come from the English part of the Parallel Universal
+Dependencies treebank (1,000 news and Wikipedia sentences, UD v2,
+hand-corrected; CC BY-SA 3.0), shipped in
+``mha_lib/course/data/ud-english-pud`` with its README and licence. A head
+follows a relation only where it beats two baselines chosen and scored the same
+way: the best fixed offset, and the best rule that knows the gold word classes
+("the nearest NOUN to the right").
 """
 
 import math
@@ -111,7 +112,7 @@ def load_treebank(expected=TREEBANK_SHA256):
     """The 1,000 sentences of the shipped treebank, its SHA-256 checked."""
     import hashlib
 
-    data = resources.files("mha_lib").joinpath(TREEBANK).read_bytes()
+    data = (resources.files(__package__) / TREEBANK).read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != expected:
         raise ValueError(

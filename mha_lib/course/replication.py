@@ -109,9 +109,9 @@ class Share:
 
 def replication_table(chapter, checked):
     """The claims of ``chapter`` in the stored replication
-    (``mha_lib/results/replication.json``, written by ``scripts/replicate.py
-    --store``), as a table: each claim's value on the chapter's seeds and on
-    the new ones, folded under one line.
+    (``mha_lib/course/results/replication.json``, written by
+    ``scripts/replicate.py --store``), as a table: each claim's value on the
+    chapter's seeds and on the new ones, folded under one line.
 
     ``checked`` are the claims the chapter checked in this run
     (:attr:`mha_lib.course.report.ClaimLog.claims`): where the stored claims

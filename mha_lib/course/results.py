@@ -1,12 +1,13 @@
 """Results of the long runs, stored with the course and read by the chapters.
 
 A chapter whose full experiment does not fit its time budget has one script in
-``scripts/`` that runs it and writes ``mha_lib/results/<name>.json`` with
-:func:`save`. Besides the data, each file records the command that wrote it,
-the device, the library versions and the wall time. The chapter reads the file
-with :func:`load`, draws its tables and figures from it, asserts its claims on
-it, and re-trains a subset to show that the file still holds. A run that stops
-resumes where it stopped: :class:`Parts` keeps the finished parts on disk.
+``scripts/`` that runs it and writes ``mha_lib/course/results/<name>.json``
+with :func:`save`. Besides the data, each file records the command that wrote
+it, the device, the library versions and the wall time. The chapter reads the
+file with :func:`load`, draws its tables and figures from it, asserts its
+claims on it, and re-trains a subset to show that the file still holds. A run
+that stops resumes where it stopped: :class:`Parts` keeps the finished parts on
+disk.
 
 Each file also carries the SHA-256 of its content (``sha256``), which
 :func:`load` checks, so a truncated or hand-edited file is refused with the
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-FOLDER = Path(__file__).resolve().parents[1] / "results"
+FOLDER = Path(__file__).resolve().parent / "results"
 
 
 def environment(device):
@@ -102,9 +103,10 @@ def save(
     return path
 
 
-# The SHA-256 of each results file shipped in mha_lib/results, kept in the
-# code rather than only in the file, so that a file cannot vouch for itself.
-# A long run that writes one again prints its new digest for this table.
+# The SHA-256 of each results file shipped in mha_lib/course/results, kept in
+# the code rather than only in the file, so that a file cannot vouch for
+# itself. A long run that writes one again prints its new digest for this
+# table.
 SHIPPED = {
     "ch4_models": (
         "bf0dbeff9946b6aa091fbf129a3bef074aad2d41c8f7d99587f2ea06ee11f323"
@@ -194,8 +196,8 @@ def load(name, folder=None):
             f"got {name!r}"
         )
     if folder is None:
-        path = resources.files("mha_lib").joinpath(f"results/{name}.json")
-        shown = f"mha_lib/results/{name}.json"
+        path = resources.files(__package__) / "results" / f"{name}.json"
+        shown = f"mha_lib/course/results/{name}.json"
     else:
         path = Path(folder) / f"{name}.json"
         shown = str(path)
@@ -204,8 +206,8 @@ def load(name, folder=None):
         return DamagedResults(
             f"{shown} {problem}: it is not what its run wrote. In the "
             f"course's repository, run `{command_of(name)}` to write it "
-            f"again, or `git checkout -- mha_lib/results/{name}.json` to "
-            "restore it; in a downloaded chapter, download the chapter "
+            f"again, or `git checkout -- {shown}` to restore it;"
+            " in a downloaded chapter, download the chapter "
             "again from the book (its first cell carries the stored files)."
         )
 

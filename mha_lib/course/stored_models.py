@@ -4,9 +4,9 @@ A chapter that trains many small models on 20 seeds takes minutes on a CPU.
 ``StoredModels(name).train_seeds(key, task, seeds=..., **training)`` returns
 what :func:`mha_lib.course.training.train_seeds` would, read from the weights
 and histories that ``python3 scripts/store_models.py`` stored in
-``mha_lib/results/<name>.json`` (provenance, histories, the weights' SHA-256)
-and ``<name>.pt`` (the weights). The first ``check`` seeds are trained again
-live and every recorded training loss must match the stored one within a
+``mha_lib/course/results/<name>.json`` (provenance, histories, the weights'
+SHA-256) and ``<name>.pt`` (the weights). The first ``check`` seeds are trained
+again live and every recorded training loss must match the stored one within a
 tolerance, so the stored models are the ones this code trains; a difference
 raises with the command that stores them again. Where nothing is stored under
 ``key`` for these seeds and these settings (new seeds, say, or a downloaded
@@ -70,7 +70,8 @@ class StoredModels:
             != self.record["data"]["weights_sha256"]
         ):
             raise results.DamagedResults(
-                f"mha_lib/results/{self.name}.pt does not match the SHA-256 "
+                f"mha_lib/course/results/{self.name}.pt does not match the "
+                "SHA-256 "
                 f"in {self.name}.json: run `{STORE_COMMAND} {self.name}` "
                 "to store the models again"
             )
