@@ -1,7 +1,7 @@
 """Chapter 7's central variants on twelve more seeds, so that every verdict
 the answers lean on rests on 15 reported seeds and a rate tuned on three.
 
-    python3 scripts/ch7_powered.py   # about 8 hours on one CPU thread
+    python3 scripts/ch7_powered.py   # about 21 hours of one CPU thread
 
 writes ``mha_lib/course/results/ch7_powered.json``. The models, data and
 schedule are those of ``scripts/ch7_experiment.py`` (1,500 steps), whose stored

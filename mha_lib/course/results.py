@@ -126,6 +126,9 @@ SHIPPED = {
     "ch7_long": (
         "6c7388f1f6e01169030276e18f95baf7b0949858756408215f7b71a20e6abd27"
     ),
+    "ch7_powered": (
+        "80f5a8829898ec0bcd57e05e1af527e229d485ab7e65aed053cccbae3d892b34"
+    ),
     "ch7_step_times": (
         "7ada1f64ab9790cb0cd9e9b98a5766640bde7ffb9c70a7ae7e9047da6a7cbb11"
     ),
