@@ -115,7 +115,7 @@ def attend(q, k, v, mask=None, scale=None, dropout=0.0, need_weights=False):
         k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
         v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
     dead = None  # queries that may attend to no key: (.., n_query, 1)
-    if mask is not None:
+    if mask is not None and torch.isneginf(mask).all(-1).any():
         dead = torch.isneginf(mask).all(dim=-1, keepdim=True)
         mask = mask.masked_fill(dead, 0.0)  # finite softmax, zeroed below
     if need_weights:
