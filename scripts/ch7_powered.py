@@ -30,7 +30,7 @@ from ch7_experiment import SEEDS, TUNING_SEED, curves
 import mha_lib
 from mha_lib.course import results
 from mha_lib.course.corpus import load_bible, windows
-from mha_lib.course.statistics import lowest_median_rate
+from mha_lib.course.statistics import best_rate
 
 CONTEXT = 64
 GRID_SEEDS = [TUNING_SEED, *SEEDS]  # 0 to 5: every rate stored
@@ -69,9 +69,7 @@ def tuning_sets():
 def chosen_rate(finals, triple, rates):
     """The rate with the lowest median final score over the seeds of
     ``triple``; ``finals[(seed, lr)]`` is a run's final held-out score."""
-    return lowest_median_rate(
-        {lr: [finals[s, lr] for s in triple] for lr in rates}
-    )
+    return best_rate({lr: [finals[s, lr] for s in triple] for lr in rates})
 
 
 def rates_to_train(grid_variant, rates):

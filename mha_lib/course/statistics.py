@@ -173,35 +173,28 @@ def wilson_interval(successes, trials, z=1.96):
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def best_rate(losses_by_rate, solved_below):
+def best_rate(losses_by_rate, solved_below=None):
     """The learning rate whose runs solved the most seeds (a final loss below
-    ``solved_below``), ties broken by the lowest median loss.
+    ``solved_below``), ties broken by the lowest median loss; without
+    ``solved_below`` (a task with no "solved", such as text) the lowest median
+    alone, the first rate listed on a tie.
 
     ``losses_by_rate``: ``{rate: [final loss of each seed]}``. Counting solved
     seeds first keeps a rate that solves some seeds from losing to one whose
-    median sits lower on a plateau.
+    median sits lower on a plateau; a median over several tuning seeds is less
+    at the mercy of one seed's luck than one seed's best.
     """
     if not losses_by_rate:
         raise ValueError("losses_by_rate is empty: no rate to choose")
 
     def rank(rate):
         losses = losses_by_rate[rate]
+        if solved_below is None:
+            return statistics.median(losses)
         solved = sum(loss < solved_below for loss in losses)
         return -solved, statistics.median(losses)
 
     return min(losses_by_rate, key=rank)
-
-
-def lowest_median_rate(losses_by_rate):
-    """The learning rate whose runs have the lowest median final loss (the
-    first listed, on a tie). ``losses_by_rate``: ``{rate: [final loss of each
-    tuning seed]}``; a median over several seeds is less at the mercy of one
-    seed's luck than one seed's best."""
-    if not losses_by_rate:
-        raise ValueError("losses_by_rate is empty: no rate to choose")
-    return min(
-        losses_by_rate, key=lambda r: statistics.median(losses_by_rate[r])
-    )
 
 
 def fisher_one_sided(first, first_total, second, second_total):
