@@ -26,8 +26,7 @@ def check_positive_int(name, value):
 
 
 def check_bool(name, value):
-    """Raise ``TypeError`` unless ``value`` is ``True`` or ``False``: a string
-    such as ``"False"`` is truthy, so it would silently mean ``True``."""
+    """Raise unless ``value`` is True or False ("False" would read as true)."""
     if not isinstance(value, bool):
         raise TypeError(
             f"{name} must be True or False, got {type(value).__name__} "
@@ -51,8 +50,7 @@ def check_positive_number(name, value):
 
 
 def check_tensor(name, value):
-    """Raise ``TypeError`` unless ``value`` is a ``torch.Tensor``; returns
-    it."""
+    """Raise ``TypeError`` unless ``value`` is a tensor; returns it."""
     if not isinstance(value, torch.Tensor):
         raise TypeError(
             f"{name} must be a torch.Tensor, got {type(value).__name__}"
@@ -61,8 +59,7 @@ def check_tensor(name, value):
 
 
 def check_shape(name, value, **sizes):
-    """Raise unless ``value`` is a tensor of shape ``sizes``, named, e.g.
-    ``num_heads=8``; returns it."""
+    """Raise unless ``value`` has the shape ``sizes`` (``num_heads=8``)."""
     if tuple(check_tensor(name, value).shape) != tuple(sizes.values()):
         raise ValueError(
             f"{name} must have shape ({', '.join(sizes)}) = "

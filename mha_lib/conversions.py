@@ -101,13 +101,13 @@ def to_torch(layer):
     check_instance(layer, MultiHeadAttention, "to_torch")
     _check_plain(layer, "to_torch")
     standard = layer.spec.kind == "standard"
-    if not standard or layer.num_kv_heads != layer.num_heads:
+    if not standard or layer.spec.num_kv_heads != layer.spec.num_heads:
         raise ValueError(
             "nn.MultiheadAttention holds only the standard layer (num_heads * "
             "head_dim == d_model, "
-            f"num_kv_heads == num_heads); got {layer.extra_repr()}"
+            f"num_kv_heads == num_heads); got {layer.spec.sizes}"
         )
-    default_scale = layer.head_dim**-0.5
+    default_scale = layer.spec.head_dim**-0.5
     if not math.isclose(layer.spec.logit_scale, default_scale):
         raise ValueError(
             "nn.MultiheadAttention always scales the logits by 1 / "
@@ -119,8 +119,8 @@ def to_torch(layer):
         )
     has_bias = layer.q_proj.bias is not None
     torch_mha = nn.MultiheadAttention(
-        layer.d_model,
-        layer.num_heads,
+        layer.spec.d_model,
+        layer.spec.num_heads,
         dropout=layer.spec.dropout,
         bias=has_bias,
         batch_first=True,
@@ -141,22 +141,23 @@ def to_per_head(layer):
     i-th weight blocks."""
     check_instance(layer, MultiHeadAttention, "to_per_head")
     _check_plain(layer, "to_per_head")
-    if layer.num_kv_heads != layer.num_heads:
+    if layer.spec.num_kv_heads != layer.spec.num_heads:
         raise ValueError(
             "to_per_head needs one key/value head per query head; this layer "
-            "shares "
-            f"{layer.num_kv_heads} key/value heads among {layer.num_heads} "
-            "query heads"
+            f"shares {layer.spec.num_kv_heads} key/value heads among "
+            f"{layer.spec.num_heads} query heads"
         )
-    if layer.value_dim != layer.head_dim:
+    if layer.spec.value_dim != layer.spec.head_dim:
         raise ValueError(
             "to_per_head needs value_dim == head_dim (AttentionHead has one "
-            f"size); got {layer.extra_repr()}"
+            f"size); got {layer.spec.sizes}"
         )
     per_head = _like(PerHeadAttention(layer.spec), layer)
     for fused, parts, dim in _blocks(layer, per_head):
         # head i owns the i-th block of rows (columns for W_O)
-        blocks = [fused] if dim is None else fused.split(layer.head_dim, dim)
+        blocks = (
+            [fused] if dim is None else fused.split(layer.spec.head_dim, dim)
+        )
         for part, block in zip(parts, blocks):
             _copy(part, block)
     return per_head

@@ -64,7 +64,7 @@ def _own_blocks(layer):
     """Every tensor of a layer that belongs to single heads, each ``(num_heads,
     ...)``."""
     blocks = head_weights(layer)
-    if layer.num_kv_heads != layer.num_heads:
+    if layer.spec.num_kv_heads != layer.spec.num_heads:
         raise ValueError(
             "per-head parameters need num_kv_heads == num_heads "
             "(no shared key/value heads)"
@@ -81,7 +81,9 @@ def head_parameters(layer):
     """
     blocks = _own_blocks(layer)
     lead = blocks[0].shape[: blocks[0].dim() - 3]  # (members,) if stacked
-    rows = [b.detach().reshape(*lead, layer.num_heads, -1) for b in blocks]
+    rows = [
+        b.detach().reshape(*lead, layer.spec.num_heads, -1) for b in blocks
+    ]
     return torch.cat(rows, dim=-1)
 
 
@@ -105,13 +107,13 @@ def copy_head(layer, source=0, targets=None):
     stay identical.
     """
     blocks = _own_blocks(layer)
-    targets = range(layer.num_heads) if targets is None else targets
+    targets = range(layer.spec.num_heads) if targets is None else targets
     for index in (source, *targets):
         valid = isinstance(index, int) and not isinstance(index, bool)
-        if not valid or not 0 <= index < layer.num_heads:
+        if not valid or not 0 <= index < layer.spec.num_heads:
             raise ValueError(
                 "source and targets must be head indices in [0, "
-                f"{layer.num_heads}), "
+                f"{layer.spec.num_heads}), "
                 f"got {index!r}"
             )
     with torch.no_grad():

@@ -22,61 +22,30 @@ from .heads import head_weights
 from .spec import AttentionSpec
 
 
-def _read_from_spec(name):
-    """A layer's size, read from its spec: ``layer.num_heads`` is
-    ``layer.spec.num_heads``, and cannot be set."""
-
-    def refuse(layer, value):
-        raise AttributeError(
-            f"{name} is read from the layer's spec; make a new layer for "
-            "other sizes"
-        )
-
-    return property(lambda layer: getattr(layer.spec, name), refuse)
-
-
-class _SizedBySpec:
-    """The sizes of a layer that holds an :class:`AttentionSpec` as
-    ``spec``, and its one-line description."""
-
-    d_model = _read_from_spec("d_model")
-    num_heads = _read_from_spec("num_heads")
-    head_dim = _read_from_spec("head_dim")
-    value_dim = _read_from_spec("value_dim")
-    num_kv_heads = _read_from_spec("num_kv_heads")
-
-    def extra_repr(self):
-        return self.spec.sizes
-
-
 def layer_for(spec):
     """The module a spec describes: a :class:`ChunkedAttention` or a
     :class:`MultiHeadAttention`."""
     return (ChunkedAttention if spec.chunked else MultiHeadAttention)(spec)
 
 
-class MultiHeadAttention(_SizedBySpec, nn.Module):
-    """Multi-head attention, batch-first: the standard layer, and its wide and
-    grouped variants, made from an :class:`~mha_lib.spec.AttentionSpec` or its
-    sizes. ``head_dim=None`` gives the standard layer (``d_model //
-    num_heads``), ``head_dim=d_model`` the wide layer, ``num_kv_heads`` <
-    ``num_heads`` grouped-query attention; ``value_dim`` sizes the values
-    apart; ``scale`` replaces the logits' ``1 / sqrt(head_dim)``; ``dropout``
-    drops attention weights in training.
-    """
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention from an :class:`AttentionSpec` or its sizes:
+    ``(64, 8)`` standard, ``head_dim=64`` wide, ``num_kv_heads=2`` GQA."""
 
     def __init__(self, d_model, num_heads=None, **sizes):
         super().__init__()
-        self.spec = spec = _spec(d_model, num_heads, sizes, chunked=False)
+        self.spec = spec = AttentionSpec.of(d_model, num_heads, sizes)
         d, heads, kv_heads = spec.d_model, spec.num_heads, spec.num_kv_heads
         self.q_proj = nn.Linear(d, heads * spec.head_dim, bias=spec.bias)
         self.k_proj = nn.Linear(d, kv_heads * spec.head_dim, bias=spec.bias)
         self.v_proj = nn.Linear(d, kv_heads * spec.value_dim, bias=spec.bias)
         self.out_proj = nn.Linear(heads * spec.value_dim, d, bias=spec.bias)
 
+    def extra_repr(self):
+        return repr(self.spec)
+
     def project(self, query, key=None, value=None):
-        """``(q, k, v)``, each ``(batch, heads, seq, size)``; k and v have
-        ``num_kv_heads`` heads."""
+        """``(q, k, v)``, each ``(batch, heads or kv_heads, seq, size)``."""
         key = query if key is None else key
         value = key if value is None else value
         heads, kv_heads = self.spec.num_heads, self.spec.num_kv_heads
@@ -98,10 +67,7 @@ class MultiHeadAttention(_SizedBySpec, nn.Module):
         need_weights=False,
         head_mask=None,
     ):
-        """``(output (batch, n_query, d_model), weights (batch, heads,
-        n_query, n_key) | None)``. ``key``/``value`` default to ``query``;
-        masks as ``torch.nn.MultiheadAttention`` (bool True = may not
-        attend); ``head_mask`` ``(num_heads,)`` scales each head's output."""
+        """``(output, weights | None)``; ``head_mask`` scales each head."""
         spec = self.spec
         query, key, value = check_inputs(
             query, key, value, spec.d_model, self.out_proj.weight.dtype
@@ -112,7 +78,7 @@ class MultiHeadAttention(_SizedBySpec, nn.Module):
         q, k, v = self.project(query, key, value)
         dropout = spec.dropout if self.training else 0.0
         heads, weights = attend(  # heads: (batch, heads, n_query, value_dim)
-            q, k, v, mask, spec.logit_scale, dropout, need_weights
+            q, k, v, mask, spec.scale, dropout, need_weights
         )
         if head_mask is not None:
             check_shape("head_mask", head_mask, num_heads=spec.num_heads)
@@ -170,7 +136,9 @@ class ChunkedAttention(MultiHeadAttention):
 
     def __init__(self, d_model, num_heads=None, **sizes):
         nn.Module.__init__(self)
-        self.spec = spec = _spec(d_model, num_heads, sizes, chunked=True)
+        self.spec = spec = AttentionSpec.of(
+            d_model, num_heads, sizes, chunked=True
+        )
         heads, chunk, bias = spec.num_heads, spec.head_dim, spec.bias
         self.q_proj = ChunkedLinear(heads, chunk, bias)
         self.k_proj = ChunkedLinear(heads, chunk, bias)
@@ -249,7 +217,7 @@ class AttentionHead(nn.Module):
         return contribution, None if weights is None else weights.squeeze(1)
 
 
-class PerHeadAttention(_SizedBySpec, nn.Module):
+class PerHeadAttention(nn.Module):
     """Multi-head attention written as ``num_heads`` independent
     :class:`AttentionHead` modules.
 
@@ -261,7 +229,7 @@ class PerHeadAttention(_SizedBySpec, nn.Module):
 
     def __init__(self, d_model, num_heads=None, **sizes):
         super().__init__()
-        self.spec = spec = _spec(d_model, num_heads, sizes, chunked=False)
+        self.spec = spec = AttentionSpec.of(d_model, num_heads, sizes)
         if (
             spec.value_dim != spec.head_dim
             or spec.num_kv_heads != spec.num_heads
@@ -276,6 +244,8 @@ class PerHeadAttention(_SizedBySpec, nn.Module):
         )
         bias = torch.zeros(spec.d_model)
         self.out_bias = nn.Parameter(bias) if spec.bias else None
+
+    extra_repr = MultiHeadAttention.extra_repr
 
     def forward(
         self,
@@ -311,7 +281,7 @@ class PerHeadAttention(_SizedBySpec, nn.Module):
                 value,
                 own,  # (batch or 1, 1, n_query, n_key)
                 need_weights,
-                scale=spec.logit_scale,
+                scale=spec.scale,
                 dropout=spec.dropout if self.training else 0.0,
             )
             if head_mask is not None:
@@ -320,29 +290,3 @@ class PerHeadAttention(_SizedBySpec, nn.Module):
             all_weights.append(weights)
         weights = torch.stack(all_weights, dim=1) if need_weights else None
         return output, weights
-
-
-def _spec(d_model, num_heads, sizes, *, chunked):
-    """The layer's :class:`AttentionSpec`: ``d_model`` is one, or the sizes
-    make one."""
-    if "chunked" in sizes:
-        raise TypeError(
-            "the class sets chunked: use ChunkedAttention for the chunked "
-            "layer, MultiHeadAttention for the others"
-        )
-    if not isinstance(d_model, AttentionSpec):
-        return AttentionSpec(d_model, num_heads, chunked=chunked, **sizes)
-    if num_heads is not None or sizes:
-        raise TypeError(
-            "give a layer an AttentionSpec or its sizes, not both; got a spec "
-            f"and num_heads={num_heads!r}, {sizes}"
-        )
-    if d_model.chunked != chunked:
-        wanted = (
-            "ChunkedAttention" if d_model.chunked else "MultiHeadAttention"
-        )
-        raise ValueError(
-            f"this spec describes a {d_model.kind} layer; build it with "
-            f"{wanted}, or with mha_lib.layer_for(spec)"
-        )
-    return d_model

@@ -144,6 +144,21 @@ class AttentionSpec:
         object.__setattr__(self, "num_kv_heads", num_kv_heads)
 
     @classmethod
+    def of(cls, d_model, num_heads, sizes, *, chunked=False):
+        """A layer's spec from its constructor's arguments: ``d_model`` is
+        an AttentionSpec of the layer's kind, or the sizes make one."""
+        if not isinstance(d_model, cls) and "chunked" not in sizes:
+            return cls(d_model, num_heads, chunked=chunked, **sizes)
+        if num_heads is not None or sizes or d_model.chunked != chunked:
+            raise TypeError(
+                "give a layer its sizes or an AttentionSpec, not both, and a "
+                "chunked spec to ChunkedAttention only (mha_lib.layer_for("
+                f"spec) builds any spec's layer); got {d_model!r}, "
+                f"num_heads={num_heads!r}, {sizes}"
+            )
+        return d_model
+
+    @classmethod
     def named(cls, kind, d_model, num_heads, head_dim=None, **options):
         """The layer the book calls ``kind``: a key of :data:`NAMED_KINDS`, or
         ``sized`` with its ``head_dim``. ``options`` are the other fields

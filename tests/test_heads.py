@@ -28,7 +28,7 @@ def test_head_weights_are_views_that_compute_the_layer(layer):
         if layer.spec.chunked
         else x[:, None]
     )
-    group = layer.num_heads // layer.num_kv_heads
+    group = layer.spec.num_heads // layer.spec.num_kv_heads
     assert torch.allclose(
         q, reads @ weights.W_Q[None] + weights.b_Q[None, :, None], atol=1e-6
     )
@@ -37,13 +37,13 @@ def test_head_weights_are_views_that_compute_the_layer(layer):
         k, k_reads @ weights.W_K[None] + weights.b_K[None, :, None], atol=1e-6
     )
     assert weights.W_V.shape == (
-        layer.num_kv_heads,
+        layer.spec.num_kv_heads,
         layer.spec.reads,
-        layer.value_dim,
+        layer.spec.value_dim,
     )
     # W_O: head i's block, (value_dim, d_model); the layer output is the sum
     # over heads
-    heads = torch.randn(2, layer.num_heads, 5, layer.value_dim)
+    heads = torch.randn(2, layer.spec.num_heads, 5, layer.spec.value_dim)
     concat = heads.transpose(1, 2).reshape(2, 5, -1)
     summed = (
         torch.einsum("bhsv,hvd->bsd", heads, weights.W_O) + layer.out_proj.bias
@@ -63,7 +63,7 @@ def test_copy_head_makes_heads_identical_and_they_stay_so(head_dim):
     layer = mha_lib.MultiHeadAttention(16, 4, head_dim=head_dim)
     assert head_spread(layer) > 0.3
     params = head_parameters(layer)
-    size = layer.head_dim
+    size = layer.spec.head_dim
     assert params.shape == (4, 3 * size * 16 + 3 * size + 16 * size)
     copy_head(layer, source=2)
     assert (

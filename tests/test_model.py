@@ -35,7 +35,10 @@ def test_model_passes_value_dim_and_refuses_it_for_chunked_layers():
     model = AttentionModel.for_task(
         task, d_model=16, num_heads=4, head_dim=16, value_dim=2
     )
-    assert (model.layers[0].head_dim, model.layers[0].value_dim) == (16, 2)
+    assert (model.layers[0].spec.head_dim, model.layers[0].spec.value_dim) == (
+        16,
+        2,
+    )
     assert model(task.sample(2)[0])[0].shape == (2, 8, 6)
     with pytest.raises(ValueError, match="chunked"):
         AttentionModel.for_task(

@@ -70,9 +70,9 @@ def test_architecture_uses_mha_lib_attention(model):
     for layer in model.layers:
         assert isinstance(layer.attention, mha_lib.MultiHeadAttention)
         assert (
-            layer.attention.num_heads,
-            layer.attention.head_dim,
-            layer.attention.d_model,
+            layer.attention.spec.num_heads,
+            layer.attention.spec.head_dim,
+            layer.attention.spec.d_model,
         ) == (12, 32, 384)
 
 
@@ -148,7 +148,10 @@ def test_with_num_heads_loads_the_same_tensors_into_another_split(model):
         same.encode(SENTENCES), model.encode(SENTENCES), atol=1e-6, rtol=0
     )
     six = model.with_num_heads(6)
-    assert six.head_shape == (6, 6) and six.layers[0].attention.head_dim == 64
+    assert (
+        six.head_shape == (6, 6)
+        and six.layers[0].attention.spec.head_dim == 64
+    )
     for name, tensor in model.state_dict().items():
         assert torch.equal(six.state_dict()[name], tensor), f"{name} changed"
     cosine = (six.encode(SENTENCES) * model.encode(SENTENCES)).sum(-1)

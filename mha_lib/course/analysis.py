@@ -31,11 +31,11 @@ def moved_lengths(attention, hidden):
             "hidden must be a tensor (batch, n, d_model), got "
             f"{getattr(hidden, 'shape', type(hidden).__name__)}"
         )
-    heads = attention.num_heads
-    if attention.num_kv_heads != heads:
+    heads = attention.spec.num_heads
+    if attention.spec.num_kv_heads != heads:
         raise ValueError(
             "moved_lengths needs one value head per head, got "
-            f"{attention.num_kv_heads} for {heads}"
+            f"{attention.spec.num_kv_heads} for {heads}"
         )
     # (batch, n, heads * value_dim) -> (batch, n, heads, value_dim)
     values = attention.v_proj(hidden).unflatten(-1, (heads, -1))

@@ -307,9 +307,9 @@ def head_ownership(layer, axes=None):
         [_as_array(p.weight, 2, "", "") for p in projections]
     )
     out_proj = _as_array(layer.out_proj.weight, 2, "", "")
-    width = layer.num_heads * layer.head_dim
+    width = layer.spec.num_heads * layer.spec.head_dim
     palette = np.array(
-        [to_rgb(head_colour(i)) for i in range(layer.num_heads)]
+        [to_rgb(head_colour(i)) for i in range(layer.spec.num_heads)]
     )
 
     def painted(weight, owner):
@@ -317,7 +317,7 @@ def head_ownership(layer, axes=None):
         shade = 0.35 + 0.65 * np.abs(weight) / np.abs(weight).max()
         return 1 - (1 - palette[owner]) * shade[..., None]
 
-    rows = (np.arange(in_proj.shape[0]) % width) // layer.head_dim
+    rows = (np.arange(in_proj.shape[0]) % width) // layer.spec.head_dim
     owner = np.broadcast_to(rows[:, None], in_proj.shape)
     axes[0].imshow(painted(in_proj, owner), aspect="auto")
     for boundary in (width, 2 * width):
@@ -327,7 +327,7 @@ def head_ownership(layer, axes=None):
     axes[0].set_xticks([])
     axes[0].set_xlabel("input feature (all of x)")
     axes[0].set_title("q, k, v: rows of head i")
-    columns = np.arange(width) // layer.head_dim
+    columns = np.arange(width) // layer.spec.head_dim
     owner = np.broadcast_to(columns[None, :], out_proj.shape)
     axes[1].imshow(painted(out_proj, owner), aspect="auto")
     axes[1].set_xticks([])
@@ -337,19 +337,19 @@ def head_ownership(layer, axes=None):
     axes[1].set_title("$W^O$: columns of head i")
     key = [
         Patch(color=head_colour(i), label=f"head {i}")
-        for i in range(layer.num_heads)
+        for i in range(layer.spec.num_heads)
     ]
     figure = axes[0].figure
     figure.legend(
         handles=key,
         loc="lower center",
-        ncol=min(layer.num_heads, 6),
+        ncol=min(layer.spec.num_heads, 6),
         frameon=False,
         bbox_to_anchor=(0.5, -0.02),
     )
     figure.suptitle(
-        f"d_model = {layer.d_model}, {layer.num_heads} heads "
-        f"of size {layer.head_dim}"
+        f"d_model = {layer.spec.d_model}, {layer.spec.num_heads} heads "
+        f"of size {layer.spec.head_dim}"
     )
     figure.tight_layout(rect=(0, 0.08, 1, 1))
     return axes

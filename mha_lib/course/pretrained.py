@@ -127,7 +127,7 @@ class MiniLM(nn.Module):
     @property
     def head_shape(self):
         """``(num_layers, num_heads)``: the shape of a ``head_mask``."""
-        return len(self.layers), self.layers[0].attention.num_heads
+        return len(self.layers), self.layers[0].attention.spec.num_heads
 
     @property
     def device(self):
