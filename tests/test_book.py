@@ -390,6 +390,21 @@ def test_a_chapter_shows_at_most_120_lines_of_code(path):
     assert shown <= 120, f"{path.name} shows {shown} lines of code"
 
 
+def test_the_books_build_skips_the_cells_that_draw_widgets():
+    """nbclient, which executes the chapters for the README's build, answers
+    an ipywidgets Output widget as a front end would, sending on the shell
+    channel while it waits there for the cell's reply, and the reply can then
+    go unnoticed for the cell's whole timeout (20 minutes; 3 of 65 runs of an
+    ``interact`` cell on a busy 2-core machine). Those cells are for a
+    reader's Jupyter: the build skips them (tag ``skip-execution``); nbval,
+    which runs them in the test command, does not mimic the widget."""
+    for path in NOTEBOOKS:
+        for cell in json.loads(path.read_text())["cells"]:
+            if "interact(" in "".join(cell["source"]):
+                tags = cell["metadata"].get("tags", [])
+                assert "skip-execution" in tags, path.name
+
+
 def test_no_page_loads_the_widgets_scripts_from_another_host():
     """The README's build runs the notebooks itself and keeps the ipywidgets'
     state, for which myst-nb would load scripts from CDNs (the test
