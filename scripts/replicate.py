@@ -1,8 +1,10 @@
-"""Every trained claim of Chapters 4 and 5, checked again on new seeds.
+"""Every trained claim of Chapters 4 and 5, and Chapter 7's central verdicts,
+checked again on new seeds.
 
     python3 scripts/replicate.py --seeds 100-119            # about 30 minutes
     python3 scripts/replicate.py --seeds 100-119 --store    # and store it
     python3 scripts/replicate.py --seeds 300-302 --chapters 4 --only-new
+    python3 scripts/replicate.py --seeds 200-209 --chapters 7 --store
 
 runs each chapter's own notebook twice, on its own seeds and on ``--seeds``,
 and prints one line per claim: the claim, its value on the chapter's seeds, its
@@ -21,13 +23,15 @@ tagged ``parameters`` (papermill's convention), ``KEEP_GOING = True`` among
 them, so that a failed claim is recorded, marked ✗, instead of stopping the
 run; a second added cell turns off the drawing of figures, which this command
 does not read; a last added cell prints the chapter's claims, which it reads
-(see ``mha_lib.course.replication``). Chapter 7's claims rest on runs of 1,500
-steps of a language model (minutes per seed and variant on a CPU), so none is
-re-trained here; Chapter 7 re-trains a subset of its stored runs itself.
+(see ``mha_lib.course.replication``). Chapter 7's verdicts rest on language
+models trained for 1,500 steps, about 13 minutes of one CPU thread per seed:
+its six central verdicts are checked by ``scripts/ch7_replication.py``, which
+trains their variants on the new seeds at the chapter's rates.
 
 With ``--store`` the run is written to
-``mha_lib/course/results/replication.json``, which the two chapters show (a
-chapter run alone replaces its own rows of a stored run on the same seeds).
+``mha_lib/course/results/replication.json``, which Chapters 4 and 5 show (a
+chapter run alone replaces its own rows of a stored run on the same seeds),
+and Chapter 7's rows to ``ch7_replication.json``.
 """
 
 import argparse
@@ -49,6 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import ch5_budgets  # noqa: E402  (the long runs' own code and settings)
 import ch5_experiment  # noqa: E402
+import ch7_replication  # noqa: E402
 
 CHAPTERS = {
     4: ROOT / "notebooks" / "04_heads_differ.ipynb",
@@ -213,13 +218,16 @@ def main():
             f"--seeds {args.seeds!r} --chapters {args.chapters!r}: {error} "
             "(chapters are numbers separated by commas, such as 4,5)"
         )
-    if not set(chapters) <= set(CHAPTERS):
-        parser.error(f"--chapters: choose among {sorted(CHAPTERS)}")
+    if not set(chapters) <= {*CHAPTERS, 7}:
+        parser.error(f"--chapters: choose among {sorted({*CHAPTERS, 7})}")
     device = mha_lib.pick_device()
     begun = time.time()
     rows = []
     work = Path(tempfile.mkdtemp(prefix="replicate-"))
     for chapter in chapters:
+        if chapter == 7:  # its verdicts on the stored seeds and the new ones
+            rows += ch7_replication.rows(seeds, device)
+            continue
         parameters = {"SEEDS": seeds}
         if chapter == 5:
             ch5_on_new_seeds(seeds, work, device)
@@ -246,7 +254,16 @@ def main():
     if args.only_new:  # the chapter's own seeds were not run
         failed = [r for r in rows if not r["held"]]
     print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
-    if args.store and not args.only_new:
+    if args.store and 7 in chapters:
+        results.save(
+            "ch7_replication",
+            {"seeds": seeds, "claims": [r for r in rows if r["chapter"] == 7]},
+            device=device,
+            seconds=time.time() - begun,
+        )
+        rows = [r for r in rows if r["chapter"] != 7]
+        chapters = [c for c in chapters if c != 7]
+    if args.store and chapters and not args.only_new:
         data = {"seeds": seeds, "chapters": chapters, "claims": rows}
         try:  # keep the other chapters of a stored run on the same seeds
             kept = results.load("replication")["data"]

@@ -127,3 +127,23 @@ def test_the_library_reads_no_environment_variable_but_the_device():
             known = ("MHA_DEVICE", "NVIDIA_TF32_OVERRIDE", "CUBLAS_WORKSPACE")
             assert any(name in call for name in known), f"{module}: {call}"
     assert read == {"MHA_DEVICE"}
+
+
+def test_chapter_7s_central_verdicts_hold_on_its_own_seeds():
+    """The replication of Chapter 7 starts from the chapter's own verdicts:
+    on its 15 reported seeds each central pair is resolved at 95 %, in the
+    direction the chapter states (one head, 32 heads and values of 2 worse
+    than 8 standard heads; 8 wide heads better; the wide layers worse than
+    the standard layers of their cost)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import ch7_replication
+
+    chapter = ch7_replication.chapter_runs()
+    expected = ["worse", "worse", "worse", "better", "worse", "worse"]
+    for (name, reference), stated in zip(ch7_replication.CENTRAL, expected):
+        seeds = list(chapter[name][1])
+        assert len(seeds) == 15 and seeds == list(chapter[reference][1])
+        word, _ = ch7_replication.verdict(
+            *(list(chapter[n][1].values()) for n in (name, reference))
+        )
+        assert word == stated, (name, reference, word)

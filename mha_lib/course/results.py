@@ -141,6 +141,9 @@ SHIPPED = {
 COMMANDS = {
     "ch4_models": "python3 scripts/store_models.py ch4_models",
     "replication": "python3 scripts/replicate.py --seeds 100-119 --store",
+    "ch7_replication": (
+        "python3 scripts/replicate.py --chapters 7 --seeds 200-209 --store"
+    ),
 }
 
 

@@ -1,0 +1,104 @@
+"""Chapter 7's central verdicts on seeds no one chose, for
+``scripts/replicate.py --chapters 7``.
+
+The verdicts the answers lean on (Q9, Q12, Q13) are paired differences of
+held-out bits per character after 1,500 steps: one head, 32 heads and values
+of 2 against 8 standard heads; 8 wide heads against 8 standard ones; the wide
+layers against the standard layers of their cost. Each variant trains on the
+new seeds at the rate the chapter uses (the lowest median over tuning seeds 0
+to 2), with ``scripts/ch7_experiment.py``'s own code. A verdict holds on a set
+of seeds when its paired 95 % interval lies wholly on the chapter's side of
+zero, each pair judged alone: the replication checks stated verdicts one by
+one. The same rule runs on the chapter's 15 reported seeds (3 to 17), so the
+two columns compare like with like. About 13 minutes of one CPU thread per
+seed on a 2-core machine (five seeds train together); minutes on a GPU.
+"""
+
+from ch7_experiment import curves
+from ch7_powered import CHAPTER_TUNING, GRID_SEEDS, NEW_SEEDS, chosen_rate
+
+from mha_lib.course import results
+from mha_lib.course.corpus import load_bible, windows
+from mha_lib.course.statistics import paired_t_interval
+
+# (variant, reference): the pairs the answers lean on, the chapter's names
+CENTRAL = [
+    ("standard 1 x 64", "standard 8 x 8"),
+    ("standard 32 x 2", "standard 8 x 8"),
+    ("queries/keys 8, values 2", "standard 8 x 8"),
+    ("wide 8 x 64", "standard 8 x 8"),
+    ("wide 2 x 64", "sized 8 x 16"),
+    ("wide 8 x 64", "d_model 128"),
+]
+BLOCK = 5  # seeds trained together, one part each
+STEPS = 1500
+
+
+def chapter_runs():
+    """``(rate, {seed: final score})`` of every central variant on the
+    chapter's reported seeds, at the chapter's rate."""
+    grid = results.load("ch7_experiment")["data"]
+    powered = results.load("ch7_powered")["data"]
+    runs = {}
+    for v in [*grid["variants"], *powered["variants"]]:
+        for r in v["runs"]:
+            runs[v["variant"], r["seed"], r["lr"]] = r["held_out"][-1]
+    reported = [s for s in GRID_SEEDS if s not in CHAPTER_TUNING] + NEW_SEEDS
+    table = {}
+    for name in {n for pair in CENTRAL for n in pair}:
+        finals = {
+            (s, lr): runs[name, s, lr]
+            for s in CHAPTER_TUNING
+            for lr in grid["settings"]["rates"]
+        }
+        lr = chosen_rate(finals, CHAPTER_TUNING, grid["settings"]["rates"])
+        table[name] = (lr, {s: runs[name, s, lr] for s in reported})
+    return table
+
+
+def verdict(first, second):
+    """``(verdict, detail)`` of ``first`` minus ``second`` (paired lists of
+    scores) at 95 %: ``worse`` (positive), ``better`` or ``not resolved``."""
+    mean, low, high = paired_t_interval(first, second)
+    word = "worse" if low > 0 else "better" if high < 0 else "not resolved"
+    return word, f"{mean:+.3f} ({low:+.3f} to {high:+.3f}), {word}"
+
+
+def rows(seeds, device):
+    """One row per central pair: its verdict on the chapter's seeds and on
+    ``seeds``, trained here (kept in a partial file, so a stopped run
+    resumes)."""
+    chapter = chapter_runs()
+    corpus = load_bible()
+    validation = windows(corpus.encode(corpus.validation), 64)
+    parts = results.Parts(f"replication-ch7-{seeds[0]}-{seeds[-1]}")
+    new = {}
+    for name, (lr, _) in sorted(chapter.items()):
+        new[name] = {}
+        for i in range(0, len(seeds), BLOCK):
+            block = seeds[i : i + BLOCK]
+            trained = parts.get(
+                f"{name} @ {lr} seeds {block[0]}-{block[-1]}",
+                lambda n=name, b=block, r=lr: curves(
+                    corpus, validation, n, b, [r] * len(b), device, STEPS
+                ),
+            )
+            new[name].update({r["seed"]: r["held_out"][-1] for r in trained})
+    table = []
+    for name, reference in CENTRAL:
+        own = [chapter[n][1] for n in (name, reference)]
+        stated, own_detail = verdict(*(list(o.values()) for o in own))
+        word, new_detail = verdict(
+            [new[name][s] for s in seeds], [new[reference][s] for s in seeds]
+        )
+        table.append(
+            {
+                "chapter": 7,
+                "claim": f"{name} against {reference}: {stated}",
+                "chapter_seeds": own_detail,
+                "new_seeds": new_detail,
+                "held_on_chapter_seeds": stated != "not resolved",
+                "held": stated != "not resolved" and word == stated,
+            }
+        )
+    return table
