@@ -75,7 +75,7 @@ class MultiHeadAttention(nn.Module):
         mask = logit_mask(
             attn_mask, key_padding_mask, is_causal, query, key, spec.num_heads
         )
-        q, k, v = self.project(query, key, value)
+        q, k, v = self.project(query, key, value)  # (b, heads, seq, size)
         dropout = spec.dropout if self.training else 0.0
         heads, weights = attend(  # heads: (batch, heads, n_query, value_dim)
             q, k, v, mask, spec.scale, dropout, need_weights
