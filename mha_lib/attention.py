@@ -11,8 +11,7 @@ from .checks import check_bool, check_shape, check_tensor
 
 
 def check_inputs(query, key, value, d_model, dtype):
-    """Query, key (default: query) and value (default: key), checked to be
-    ``(batch, seq, d_model)`` tensors of the layer's ``dtype``."""
+    """Query, key (default query), value (default key), checked as inputs."""
     key = query if key is None else key
     value = key if value is None else value
     for name, x in (("query", query), ("key", key), ("value", value)):
@@ -37,8 +36,7 @@ def check_inputs(query, key, value, d_model, dtype):
 
 
 def logit_mask(attn_mask, key_padding_mask, is_causal, query, key, heads):
-    """The masks of ``torch.nn.MultiheadAttention`` (bool True: may not
-    attend) as one float mask added to the logits, or ``None``."""
+    """PyTorch's masks (True: may not attend) as one float mask, or None."""
     (batch, n_query, _), n_key = query.shape, key.shape[1]
     full = (batch, heads, n_query, n_key)
     masks = {}
@@ -46,9 +44,9 @@ def logit_mask(attn_mask, key_padding_mask, is_causal, query, key, heads):
         shapes = [(n_query, n_key), (batch * heads, n_query, n_key), full]
         if tuple(check_tensor("attn_mask", attn_mask).shape) not in shapes:
             raise ValueError(
-                f"attn_mask has shape {tuple(attn_mask.shape)}; expected one "
-                f"of {shapes}: (n_query, n_key), (batch * heads, n_query, "
-                "n_key) or (batch, heads, n_query, n_key)"
+                f"attn_mask has shape {tuple(attn_mask.shape)}; expected "
+                f"(n_query, n_key), (batch * heads, ..) or (batch, heads, "
+                f"..): one of {shapes}"
             )
         if attn_mask.dim() == 3:  # (batch * heads, ..) -> (batch, heads, ..)
             attn_mask = attn_mask.reshape(full)
@@ -73,8 +71,7 @@ def logit_mask(attn_mask, key_padding_mask, is_causal, query, key, heads):
 
 
 def attend(q, k, v, mask=None, scale=None, dropout=0.0, need_weights=False):
-    """Softmax attention per head, ``(out, weights | None)``; ``k`` and ``v``
-    may have fewer heads than ``q``, each serving a group (GQA)."""
+    """Softmax attention per head: ``(out, weights | None)``, GQA included."""
     check_bool("need_weights", need_weights)
     scale = q.shape[-1] ** -0.5 if scale is None else scale
     if k.shape[1] != q.shape[1]:  # share each key/value head with a group

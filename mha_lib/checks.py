@@ -28,10 +28,7 @@ def check_positive_int(name, value):
 def check_bool(name, value):
     """Raise unless ``value`` is True or False ("False" would read as true)."""
     if not isinstance(value, bool):
-        raise TypeError(
-            f"{name} must be True or False, got {type(value).__name__} "
-            f"({value!r})"
-        )
+        raise TypeError(f"{name} must be True or False, got {value!r}")
     return value
 
 
@@ -52,9 +49,7 @@ def check_positive_number(name, value):
 def check_tensor(name, value):
     """Raise ``TypeError`` unless ``value`` is a tensor; returns it."""
     if not isinstance(value, torch.Tensor):
-        raise TypeError(
-            f"{name} must be a torch.Tensor, got {type(value).__name__}"
-        )
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value)}")
     return value
 
 

@@ -489,12 +489,12 @@ def layer_of_kind(kind):
         (
             lambda layer: layer(X, is_causal="no"),
             TypeError,
-            r"is_causal must be True or False, got str \('no'\)",
+            r"is_causal must be True or False, got 'no'",
         ),
         (
             lambda layer: layer(X, need_weights="False"),
             TypeError,
-            r"need_weights must be True or False, got str \('False'\)",
+            r"need_weights must be True or False, got 'False'",
         ),
     ],
 )
