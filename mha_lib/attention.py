@@ -30,7 +30,8 @@ def check_inputs(query, key, value, d_model, dtype):
     if query.shape[0] != key.shape[0] or key.shape[:2] != value.shape[:2]:
         raise ValueError(
             "query, key and value must share the batch size, and key and "
-            f"value the length; got {query.shape}, {key.shape}, {value.shape}"
+            f"value the length; got {tuple(query.shape)}, "
+            f"{tuple(key.shape)}, {tuple(value.shape)}"
         )
     return query, key, value
 

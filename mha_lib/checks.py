@@ -49,7 +49,7 @@ def check_positive_number(name, value):
 def check_tensor(name, value):
     """Raise ``TypeError`` unless ``value`` is a tensor; returns it."""
     if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(value)}")
+        raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
     return value
 
 

@@ -34,7 +34,7 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model, num_heads=None, **sizes):
         super().__init__()
-        self.spec = spec = AttentionSpec.of(d_model, num_heads, sizes)
+        self.spec = spec = AttentionSpec.of(self, d_model, num_heads, sizes)
         d, heads, kv_heads = spec.d_model, spec.num_heads, spec.num_kv_heads
         self.q_proj = nn.Linear(d, heads * spec.head_dim, bias=spec.bias)
         self.k_proj = nn.Linear(d, kv_heads * spec.head_dim, bias=spec.bias)
@@ -67,24 +67,25 @@ class MultiHeadAttention(nn.Module):
         need_weights=False,
         head_mask=None,
     ):
-        """``(output, weights | None)``; ``head_mask`` scales each head."""
+        """``(output, weights | None)``. Masks as in ``nn.MultiheadAttention``
+        (True: may not attend); ``head_mask`` scales each head's output."""
         spec = self.spec
         query, key, value = check_inputs(
             query, key, value, spec.d_model, self.out_proj.weight.dtype
         )
-        mask = logit_mask(
+        mask = logit_mask(  # broadcasts to (b, heads, n_query, n_key)
             attn_mask, key_padding_mask, is_causal, query, key, spec.num_heads
         )
         q, k, v = self.project(query, key, value)  # (b, heads, seq, size)
         dropout = spec.dropout if self.training else 0.0
-        heads, weights = attend(  # heads: (batch, heads, n_query, value_dim)
+        out, weights = attend(  # (b, heads, n_query, value_dim), (.., n_key)
             q, k, v, mask, spec.scale, dropout, need_weights
         )
         if head_mask is not None:
             check_shape("head_mask", head_mask, num_heads=spec.num_heads)
-            heads = heads * head_mask.to(heads)[:, None, None]  # (h, 1, 1)
-        concat = heads.transpose(1, 2).flatten(2)  # (b, n_query, h * value)
-        return self.out_proj(concat), weights
+            out = out * head_mask.to(out)[:, None, None]  # (heads, 1, 1)
+        concat = out.transpose(1, 2).flatten(2)  # (b, n_query, heads * value)
+        return self.out_proj(concat), weights  # (b, n_query, d_model)
 
     def head_weights(self):
         """The weights, heads first: :func:`mha_lib.heads.head_weights`."""
@@ -137,7 +138,7 @@ class ChunkedAttention(MultiHeadAttention):
     def __init__(self, d_model, num_heads=None, **sizes):
         nn.Module.__init__(self)
         self.spec = spec = AttentionSpec.of(
-            d_model, num_heads, sizes, chunked=True
+            self, d_model, num_heads, sizes, chunked=True
         )
         heads, chunk, bias = spec.num_heads, spec.head_dim, spec.bias
         self.q_proj = ChunkedLinear(heads, chunk, bias)
@@ -229,7 +230,7 @@ class PerHeadAttention(nn.Module):
 
     def __init__(self, d_model, num_heads=None, **sizes):
         super().__init__()
-        self.spec = spec = AttentionSpec.of(d_model, num_heads, sizes)
+        self.spec = spec = AttentionSpec.of(self, d_model, num_heads, sizes)
         if (
             spec.value_dim != spec.head_dim
             or spec.num_kv_heads != spec.num_heads

@@ -15,7 +15,7 @@ module in :mod:`mha_lib.layers`.)
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 from .checks import check_positive_int, check_positive_number
@@ -144,17 +144,32 @@ class AttentionSpec:
         object.__setattr__(self, "num_kv_heads", num_kv_heads)
 
     @classmethod
-    def of(cls, d_model, num_heads, sizes, *, chunked=False):
-        """A layer's spec from its constructor's arguments: ``d_model`` is
-        an AttentionSpec of the layer's kind, or the sizes make one."""
-        if not isinstance(d_model, cls) and "chunked" not in sizes:
-            return cls(d_model, num_heads, chunked=chunked, **sizes)
-        if num_heads is not None or sizes or d_model.chunked != chunked:
+    def of(cls, layer, d_model, num_heads, sizes, *, chunked=False):
+        """The spec of ``layer`` from its constructor's arguments: ``d_model``
+        is an AttentionSpec of the layer's kind, or the sizes make one."""
+        name = type(layer).__name__
+        known = {f.name for f in fields(cls)} - {"d_model", "num_heads"}
+        if set(sizes) - known:
             raise TypeError(
-                "give a layer its sizes or an AttentionSpec, not both, and a "
-                "chunked spec to ChunkedAttention only (mha_lib.layer_for("
-                f"spec) builds any spec's layer); got {d_model!r}, "
-                f"num_heads={num_heads!r}, {sizes}"
+                f"{name} got unknown sizes {sorted(set(sizes) - known)}; "
+                f"expected some of {sorted(known - {'chunked'})}"
+            )
+        if "chunked" in sizes:
+            raise TypeError(
+                f"{name} sets chunked itself: use ChunkedAttention for the "
+                "chunked layer, MultiHeadAttention for the others"
+            )
+        if not isinstance(d_model, cls):
+            return cls(d_model, num_heads, chunked=chunked, **sizes)
+        if num_heads is not None or sizes:
+            raise TypeError(
+                f"give {name} an AttentionSpec or its sizes, not both; got "
+                f"{d_model!r} and num_heads={num_heads!r}, {sizes}"
+            )
+        if d_model.chunked != chunked:
+            raise ValueError(
+                f"this spec describes a {d_model.kind} layer, not what {name} "
+                "builds; mha_lib.layer_for(spec) builds the layer of any spec"
             )
         return d_model
 

@@ -261,7 +261,11 @@ X = torch.randn(2, 5, 16)
             ValueError,
             r"must have shape \(batch, seq",
         ),
-        (lambda: LAYER(X.numpy()), TypeError, "query must be a torch.Tensor"),
+        (
+            lambda: LAYER(X.numpy()),
+            TypeError,
+            "query must be a tensor, got ndarray",
+        ),
         (
             lambda: LAYER(torch.ones(2, 5, 16, dtype=torch.long)),
             TypeError,
@@ -295,7 +299,7 @@ X = torch.randn(2, 5, 16)
         (
             lambda: LAYER(X, key_padding_mask=[[True] * 5] * 2),
             TypeError,
-            "key_padding_mask must be a torch.Tensor",
+            "key_padding_mask must be a tensor, got list",
         ),
         (
             lambda: LAYER(X, head_mask=torch.ones(3)),
@@ -305,7 +309,7 @@ X = torch.randn(2, 5, 16)
         (
             lambda: LAYER(X, head_mask=[1, 1, 1, 1]),
             TypeError,
-            "head_mask must be a torch.Tensor",
+            "head_mask must be a tensor, got list",
         ),
     ],
 )
@@ -577,12 +581,18 @@ def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
     assert isinstance(mha_lib.layer_for(spec), mha_lib.MultiHeadAttention)
     chunked = mha_lib.AttentionSpec(16, 4, chunked=True)
     assert type(mha_lib.layer_for(chunked)) is mha_lib.ChunkedAttention
-    with pytest.raises(TypeError, match="ChunkedAttention"):
+    with pytest.raises(ValueError, match="describes a chunked layer"):
         mha_lib.MultiHeadAttention(chunked)
+    with pytest.raises(
+        ValueError, match="wide layer, not what ChunkedAttention"
+    ):
+        mha_lib.ChunkedAttention(spec)
     with pytest.raises(TypeError, match="not both"):
         mha_lib.MultiHeadAttention(spec, 4)
-    with pytest.raises(TypeError, match="ChunkedAttention only"):
+    with pytest.raises(TypeError, match="use ChunkedAttention"):
         mha_lib.MultiHeadAttention(16, 4, chunked=True)
+    with pytest.raises(TypeError, match=r"unknown sizes \['n_kv_heads'\]"):
+        mha_lib.MultiHeadAttention(16, 4, n_kv_heads=2)
     with pytest.raises(ValueError, match="one size per head"):
         mha_lib.PerHeadAttention(16, 4, value_dim=2)
 
