@@ -42,7 +42,7 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(heads * spec.value_dim, d, bias=spec.bias)
 
     def extra_repr(self):
-        return repr(self.spec)
+        return self.spec.sizes
 
     def project(self, query, key=None, value=None):
         """``(q, k, v)``, each ``(batch, heads or kv_heads, seq, size)``."""
