@@ -149,6 +149,20 @@ def train(corpus, validation, spec, num_layers, seeds, rates, device, steps):
     return runs, records
 
 
+def shared_run_arguments(doc):
+    """The command line of a long run that workers share, read and applied:
+    ``--threads`` (CPU threads, default 1, which leaves the other core of a
+    2-core machine free) and ``--worker I --workers N`` (every N-th part,
+    from the I-th)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--worker", type=int, default=None)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    return args
+
+
 def curves(corpus, validation, name, seeds, rates, device, steps):
     """Variant ``name`` trained on ``seeds`` at ``rates`` for ``steps``: one
     record per run with its held-out curve only (the runs beyond the grid

@@ -21,10 +21,13 @@ starting at the I-th, beside other workers (a plain run afterwards gathers
 the parts).
 """
 
-import argparse
-
-import torch
-from ch7_experiment import CONTEXT, EVERY, TUNING_SEED, curves
+from ch7_experiment import (
+    CONTEXT,
+    EVERY,
+    TUNING_SEED,
+    curves,
+    shared_run_arguments,
+)
 
 import mha_lib
 from mha_lib.course import results
@@ -57,12 +60,7 @@ def kept_runs():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--worker", type=int, default=None)
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = shared_run_arguments(__doc__)
     device = mha_lib.pick_device()
     corpus = load_bible()
     validation = windows(corpus.encode(corpus.validation), CONTEXT)

@@ -21,11 +21,9 @@ trains every N-th part not yet done, starting at the I-th, beside other
 workers (a plain run afterwards gathers the parts).
 """
 
-import argparse
 import itertools
 
-import torch
-from ch7_experiment import SEEDS, TUNING_SEED, curves
+from ch7_experiment import SEEDS, TUNING_SEED, curves, shared_run_arguments
 
 import mha_lib
 from mha_lib.course import results
@@ -81,12 +79,7 @@ def rates_to_train(grid_variant, rates):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--worker", type=int, default=None)
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = shared_run_arguments(__doc__)
     device = mha_lib.pick_device()
     corpus = load_bible()
     validation = windows(corpus.encode(corpus.validation), CONTEXT)
