@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 from matplotlib.font_manager import FontProperties
 from matplotlib.gridspec import GridSpec
 from matplotlib.text import Text
@@ -119,16 +120,22 @@ def _text_checks(figure, renderer, drawn, size_dpi):
         if _overlap(box_a, box_b) > pixel
     ]
     legends = [ax.get_legend() for ax in figure.axes] + figure.legends
-    covered = [
-        line.get_label()
+    boxes = [
+        legend.get_window_extent(renderer)  # laid out once per legend
         for legend in legends
         if legend is not None and legend.get_visible()
-        for line in (line for ax in figure.axes for line in ax.get_lines())
+    ]
+    lines = [
+        line
+        for ax in figure.axes
+        for line in ax.get_lines()
         if line.get_visible()
-        and any(
-            legend.get_window_extent(renderer).contains(x, y)
-            for x, y in line.get_transform().transform(line.get_xydata())
-        )
+    ]
+    covered = [
+        line.get_label()
+        for box in boxes
+        for line in lines
+        if _any_inside(box, line.get_transform().transform(line.get_xydata()))
     ]
     sizes = [text.get_fontsize() * size_dpi / 72 for text in drawn]
     return {
@@ -143,6 +150,13 @@ def phone_text_px(checks):
     return checks["smallest_text_px"] * min(
         1, PHONE_COLUMN_PX / checks["width"]
     )
+
+
+def _any_inside(box, points):
+    """Whether any of ``points`` (``(n, 2)`` pixels) lies in ``box``, edges
+    included."""
+    low, high = np.minimum(box.p0, box.p1), np.maximum(box.p0, box.p1)
+    return bool(((points >= low) & (points <= high)).all(axis=1).any())
 
 
 def _overlap(a, b):
