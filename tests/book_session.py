@@ -16,8 +16,9 @@ it); every file the session and the build write is named here, under
    again. It runs beside the tests that do not need it.
 3. **The pages.** The tests of the built book come last, each file when the
    stage its tests wait for is written: the English pages (fixture
-   ``english_pages``), the Chinese pages (``chinese_pages``), the whole
-   build with its PDFs and log (``book_build``, ``built_book``).
+   ``english_pages``), the Chinese pages (``chinese_pages``), the English
+   PDF (``english_pdf``), the whole build with the Chinese PDF and the log
+   (``book_build``, ``built_book``).
 
 The report ends with each chapter's time and the build's. Without
 ``--nbval`` the build executes every chapter itself.
@@ -46,6 +47,8 @@ STARTED = BUILD / ".build-started"  # the one process that builds made it
 LOG = BUILD / "build.log"
 PID = BUILD / "build.pid"
 RESULT = BUILD / "build-result.json"  # the build's exit code and time
+# the English edition's PDF (book/_ext/book_pdf.py, which writes it whole)
+PDF = HTML / "mha-answered.pdf"
 # how each edition's build got each chapter's outputs
 # (book/_ext/execution_report.py), written with its pages
 EXECUTION = BUILD / "execution.json"
@@ -75,7 +78,7 @@ LONGEST = [
     "03_same_weights_new_function",
 ]
 # what a test of the built book waits for, in the order the build writes it
-STAGES = ("english_pages", "chinese_pages", "book_build")
+STAGES = ("english_pages", "chinese_pages", "english_pdf", "book_build")
 
 # chapter path -> its cell items, and the outputs and seconds of those run
 _chapters = {}
@@ -364,12 +367,10 @@ def _wait_for(ready):
         time.sleep(0.5)
 
 
-def _pages_written(request, edition):
-    """``HTML`` as soon as one edition's pages are written (book_pdf writes
-    ``_pdf/book.html`` from them, before it prints the PDF): their tests run
-    beside the rest of the build."""
+def _written(request, written):
+    """``HTML`` as soon as the file ``written`` is there: the tests that
+    read it run beside the rest of the build."""
     _start_build(request.config)
-    written = HTML / edition / "_pdf" / "book.html"
     _wait_for(lambda: RESULT.is_file() or written.is_file())
     if RESULT.is_file() and json.loads(RESULT.read_text())["returncode"]:
         pytest.fail(
@@ -384,16 +385,24 @@ def _pages_written(request, edition):
 def english_pages(request):
     """The English pages, written, and the English build's execution report
     (the PDFs and the Chinese edition may still be coming)."""
-    return _pages_written(request, "")
+    # book_pdf writes _pdf/book.html from the pages before it prints
+    return _written(request, HTML / "_pdf" / "book.html")
 
 
 @pytest.fixture(scope="session")
 def chinese_pages(request, english_pages):
     """The Chinese pages (``HTML / "zh"``) and the English ones, written,
     and each edition's report of how its notebooks got their outputs."""
-    html = _pages_written(request, "zh")
+    html = _written(request, HTML / "zh" / "_pdf" / "book.html")
     _wait_for(lambda: EXECUTION.is_file() and EXECUTION_ZH.is_file())
     return html
+
+
+@pytest.fixture(scope="session")
+def english_pdf(request, english_pages):
+    """``HTML`` with the English PDF printed (the Chinese one may still be
+    printing)."""
+    return _written(request, PDF)
 
 
 @pytest.fixture(scope="session")

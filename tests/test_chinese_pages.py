@@ -1,10 +1,10 @@
 """The Chinese edition opened in headless Chromium, as a reader on a phone
 would: every page renders at 390 px with its images, links and math, every
-control of an interactive figure redraws it, and no page scrolls sideways; the
-search finds Chinese words (the Chinese PDF is checked in ``test_pdfs.py``).
-The page layout at 1280 px is the same theme's as the English pages', checked
-in ``test_browser.py``. Skipped, with the reason, when Playwright or Chromium
-is missing."""
+control of an interactive figure redraws it, and no page scrolls sideways;
+the search finds Chinese words (the Chinese PDF is checked in
+``test_chinese_pdf.py``). The page layout at 1280 px is the same theme's as
+the English pages', checked in ``test_browser.py``. Skipped, with the
+reason, when Playwright or Chromium is missing."""
 
 from urllib.parse import quote, urljoin
 

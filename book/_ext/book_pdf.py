@@ -618,14 +618,20 @@ def _build_pdf(app, exception):
         language,
     )
     html_path.write_text(str(book), encoding="utf-8")
+    # printed under another name and renamed when whole, so that the file
+    # named PDF_NAME is never half-written (the tests read it as soon as it
+    # is there)
+    printing = outdir / f"{PDF_NAME}.part"
     try:
-        print_pdf(html_path, outdir / PDF_NAME, outdir, headings(book))
+        print_pdf(html_path, printing, outdir, headings(book))
     except Exception as error:  # the HTML book is complete, the PDF not
+        printing.unlink(missing_ok=True)
         logger.warning(
             f"book_pdf: {PDF_NAME} could not be printed "
             f"({type(error).__name__}: {error})"
         )
         return
+    printing.replace(outdir / PDF_NAME)
     logger.info(f"book_pdf: wrote {PDF_NAME}")
 
 
