@@ -2,7 +2,6 @@
 
 import os
 import random
-import warnings
 
 import torch
 
@@ -35,14 +34,6 @@ def pick_device(prefer=None):
             )
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-        if os.environ.get("NVIDIA_TF32_OVERRIDE") == "1":
-            warnings.warn(
-                "NVIDIA_TF32_OVERRIDE=1 forces TF32 matrix products, which "
-                "PyTorch cannot "
-                "switch off; the chapters' float32 comparisons may fail. "
-                "Unset it.",
-                stacklevel=2,
-            )
     return device
 
 
@@ -85,7 +76,8 @@ def seed_everything(seed, *, deterministic=False):
     except ImportError:
         pass
     if deterministic:
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        # what cuBLAS needs to be deterministic (set, not read)
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
         torch.use_deterministic_algorithms(True)
         torch.backends.cudnn.benchmark = False
     return seed

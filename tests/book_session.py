@@ -103,6 +103,16 @@ def pytest_configure(config):
     import nbval.kernel
 
     nbval.kernel.start_new_kernel = _tried_again(nbval.kernel.start_new_kernel)
+    if os.environ.get("NVIDIA_TF32_OVERRIDE") == "1":
+        # the driver's switch, which mha_lib.pick_device cannot undo
+        config.issue_config_time_warning(pytest.PytestConfigWarning(TF32), 2)
+
+
+TF32 = (
+    "NVIDIA_TF32_OVERRIDE=1 forces TF32 matrix products on a GPU, which "
+    "PyTorch cannot switch off: the chapters' float32 comparisons may fail "
+    "there. Unset it."
+)
 
 
 def _tried_again(start_new_kernel):

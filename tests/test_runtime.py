@@ -62,16 +62,12 @@ def test_pick_device_chooses_cuda_when_present_and_pins_tf32_off(
     monkeypatch,
 ):
     monkeypatch.delenv("MHA_DEVICE", raising=False)
-    monkeypatch.delenv("NVIDIA_TF32_OVERRIDE", raising=False)
     with pretend_cuda():
         assert mha_lib.pick_device() == torch.device("cuda")
         assert (
             not torch.backends.cuda.matmul.allow_tf32
             and not torch.backends.cudnn.allow_tf32
         )
-        monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
-        with pytest.warns(UserWarning, match="NVIDIA_TF32_OVERRIDE"):
-            mha_lib.pick_device("cuda")
 
 
 def test_pretending_cuda_leaves_nothing_behind():
