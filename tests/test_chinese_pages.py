@@ -98,24 +98,31 @@ DRAWN_WITH_FONTS_LOADED = """async () => {
 }"""
 
 
-def test_chinese_text_is_drawn_in_a_font_that_has_it(site, browser):
+def test_chinese_text_is_drawn_in_a_font_that_has_it(
+    site, browser, on_a_phone
+):
     """On a machine without a Chinese font (as this one may be), the English
     pages' link "中文" and the Chinese pages' title and prose are drawn in the
     font the book serves, not in boxes."""
     base, _ = site
-    for name, selector in (
-        ("book/intro.html", "p.edition-switch a"),
-        (f"{CHINESE}book/intro.html", "a.navbar-brand"),
-        (f"{CHINESE}notebooks/01_parameters.html", "article h1"),
+    english = visit(browser, urljoin(base, "book/intro.html"))
+    for name, (page, script_errors), selector in (
+        ("book/intro.html", english, "p.edition-switch a"),
+        *[  # the Chinese pages as the tests above opened them
+            (name, on_a_phone(name), selector)
+            for name, selector in (
+                (f"{CHINESE}book/intro.html", "a.navbar-brand"),
+                (f"{CHINESE}notebooks/01_parameters.html", "article h1"),
+            )
+        ],
     ):
-        page, script_errors = visit(browser, urljoin(base, name))
         page.evaluate(DRAWN_WITH_FONTS_LOADED)
         fonts = _fonts_drawing(page, selector)
         assert any(
             "Noto Sans SC" in font or "CJK" in font for font in fonts
         ), f"{name}: {selector} is drawn in {fonts}, no font with Chinese"
         assert not script_errors, script_errors
-        page.close()
+    english[0].close()
 
 
 # the Chinese words inside the equations of a page (\text{值路径}): their
@@ -126,18 +133,15 @@ WORDS_IN_EQUATIONS = r"""() => [...document.querySelectorAll('mjx-utext')]
     / e.textContent.length / parseFloat(getComputedStyle(e).fontSize)])"""
 
 
-def test_words_in_chinese_equations_are_drawn(site, browser):
+def test_words_in_chinese_equations_are_drawn(on_a_phone):
     """MathJax's fonts have no Chinese glyphs: an equation's words come
     from the page's fonts, each character about an em wide (drawn in
     MathJax's own font they were blank, a third of an em apart)."""
-    base, _ = site
     found = []
     for name in ("04_heads_differ", "05_chunked_standard_wide"):
-        address = urljoin(base, f"{CHINESE}notebooks/{name}.html")
-        page, _ = visit(browser, address)
+        page, _ = on_a_phone(f"{CHINESE}notebooks/{name}.html")
         page.evaluate(DRAWN_WITH_FONTS_LOADED)
         found += page.evaluate(WORDS_IN_EQUATIONS)
-        page.close()
     assert len(found) >= 4, found
     narrow = [(text, round(ems, 2)) for text, ems in found if ems < 0.8]
     assert not narrow, f"words in equations drawn without glyphs: {narrow}"
