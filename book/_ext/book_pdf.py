@@ -112,6 +112,9 @@ FOOTER = (
     'color: #555;"><span class="pageNumber"></span> / '
     '<span class="totalPages"></span></div>'
 )
+# the first print only finds the page of each heading: images and drawings
+# take their place there but are not painted (visibility moves nothing)
+UNPAINTED = "img, svg { visibility: hidden !important; }"
 # Waits for everything drawn after load; returns what is still missing after
 # a minute.
 READY = """async () => {
@@ -545,9 +548,12 @@ def print_pdf(html_path, pdf_path, outdir, titles):
             )
             # printed twice: the first print says on which page each heading
             # fell, the second carries those numbers in the contents (the
-            # first without tags, bookmarks and footer, which move nothing:
-            # 6 s instead of 10)
+            # first without tags, bookmarks and footer, and with the figures
+            # and equations laid out but not painted, which move nothing:
+            # 4 s instead of 10)
+            unpainted = page.add_style_tag(content=UNPAINTED)
             page.pdf(path=str(pdf_path), format="A4")
+            unpainted.evaluate("style => style.remove()")
             page.evaluate(FILL_NUMBERS, destination_pages(pdf_path))
             page.pdf(**options)
             browser.close()
