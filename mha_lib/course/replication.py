@@ -107,11 +107,12 @@ class Share:
         )
 
 
-def replication_table(chapter, checked):
-    """The claims of ``chapter`` in the stored replication
-    (``mha_lib/course/results/replication.json``, written by
-    ``scripts/replicate.py --store``), as a table: each claim's value on the
-    chapter's seeds and on the new ones, folded under one line.
+def replication_table(chapter, checked, name="replication"):
+    """The claims of ``chapter`` in a stored replication (by default
+    ``mha_lib/course/results/replication.json``; Chapter 7's is
+    ``ch7_replication``, both written by ``scripts/replicate.py --store``), as
+    a table: each claim's value on the chapter's seeds and on the new ones,
+    folded under one line.
 
     ``checked`` are the claims the chapter checked in this run
     (:attr:`mha_lib.course.report.ClaimLog.claims`): where the stored claims
@@ -120,13 +121,15 @@ def replication_table(chapter, checked):
     """
     from . import report, results
 
-    stored = results.load("replication")["data"]
-    rows = [row for row in stored["claims"] if row["chapter"] == chapter]
+    stored = results.load(name)
+    rows = [
+        row for row in stored["data"]["claims"] if row["chapter"] == chapter
+    ]
     if [row["claim"] for row in rows] != list(checked):
         raise ValueError(
-            f"the stored replication of Chapter {chapter} checked other "
-            "claims than this run did; run again: python3 "
-            "scripts/replicate.py --seeds 100-119 --store"
+            f"the stored replication of Chapter {chapter} ({name}.json) "
+            f"checked other claims than this run did; run again: "
+            f"{stored['command']}"
         )
     failed = [row["claim"] for row in rows if not row["held"]]
     if failed:
@@ -134,7 +137,8 @@ def replication_table(chapter, checked):
             f"on the new seeds these claims of Chapter {chapter} failed: "
             + "; ".join(failed)
         )
-    seeds = f"seeds {stored['seeds'][0]}-{stored['seeds'][-1]}"
+    seeds = stored["data"]["seeds"]
+    seeds = f"seeds {seeds[0]}-{seeds[-1]}"
     table = report.markdown_table(
         ["claim", "this chapter's seeds", seeds],
         [
