@@ -149,15 +149,18 @@ def train(corpus, validation, spec, num_layers, seeds, rates, device, steps):
     return runs, records
 
 
-def shared_run_arguments(doc):
+def shared_run_arguments(doc, *switches):
     """The command line of a long run that workers share, read and applied:
     ``--threads`` (CPU threads, default 1, which leaves the other core of a
     2-core machine free) and ``--worker I --workers N`` (every N-th part,
-    from the I-th)."""
+    from the I-th); ``switches``, ``(name, help)`` of the run's own on/off
+    options."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--worker", type=int, default=None)
     parser.add_argument("--workers", type=int, default=1)
+    for name, help in switches:
+        parser.add_argument(name, action="store_true", help=help)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     return args

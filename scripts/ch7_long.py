@@ -18,7 +18,9 @@ Each block of runs is one part, kept in a partial file beside the result, so
 a run that stops resumes where it stopped; ``--threads`` sets the CPU threads
 (default 1), and ``--worker I --workers N`` trains every N-th variant,
 starting at the I-th, beside other workers (a plain run afterwards gathers
-the parts).
+the parts). ``--finished`` trains nothing: it writes the pairs whose runs are
+all done, names the others ``unfinished`` and keeps the partial file, from
+which a later run goes on.
 """
 
 from ch7_experiment import (
@@ -56,11 +58,24 @@ def kept_runs():
         for v in stored["data"]["variants"]
         for r in v["runs"]
     }
+    settings = stored["data"]["settings"]
+    if "unfinished" in settings:  # its parts are still in the partial file
+        return runs, settings["kept_wall_seconds"]
     return runs, stored["wall_seconds"]
 
 
+FINISHED = (
+    "--finished",
+    "write the pairs whose runs are all done, train nothing",
+)
+
+
+class Unfinished(Exception):
+    """A part that ``--finished`` would have had to train."""
+
+
 def main():
-    args = shared_run_arguments(__doc__)
+    args = shared_run_arguments(__doc__, FINISHED)
     device = mha_lib.pick_device()
     corpus = load_bible()
     validation = windows(corpus.encode(corpus.validation), CONTEXT)
@@ -79,6 +94,8 @@ def main():
         ]
         if missing:
             part = f"{name}: " + ", ".join(f"{s} @ {lr}" for s, lr in missing)
+            if args.finished and part not in parts:
+                raise Unfinished(part)
             trained = parts.get(
                 part,
                 lambda: curves(
@@ -119,23 +136,42 @@ def main():
         }
 
     mine = LONG if args.worker is None else LONG[args.worker :: args.workers]
-    done = [run(name) for name in mine]
     if args.worker is not None:
+        for name in mine:
+            run(name)
         return
+    done, finished, unfinished = [], [], []
+    for pair in PAIRS:
+        try:
+            done += [run(name) for name in pair]
+            finished.append(list(pair))
+        except Unfinished as part:
+            print(f"unfinished: {pair[0]} against {pair[1]} ({part})")
+            unfinished.append(list(pair))
     data = {
         "settings": {
             "steps": LONG_STEPS,
             "evaluate_every": EVERY,
             "tuning_seed": TUNING_SEED,
             "seeds": REPORTED,
-            "pairs": [list(pair) for pair in PAIRS],
+            "pairs": finished,
         },
         "variants": done,
     }
     # the result's wall time counts this run's parts; the kept runs' own
     # time is stored beside them
     data["settings"]["kept_wall_seconds"] = kept_seconds
-    parts.save(data, device=device)
+    if not unfinished:
+        parts.save(data, device=device)
+        return
+    data["settings"]["unfinished"] = unfinished
+    names = {name for pair in finished for name in pair}
+    seconds = sum(
+        parts.seconds_of(part)
+        for part in parts.done
+        if part.partition(": ")[0] in names
+    )
+    results.save("ch7_long", data, device=device, seconds=seconds)
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ SHIPPED = {
         "acc46ed20f776448e56351c0a0eda2e019e86d2f0ec9e1c0f2a42d1f5d04d0c4"
     ),
     "ch7_long": (
-        "6c7388f1f6e01169030276e18f95baf7b0949858756408215f7b71a20e6abd27"
+        "1384f489fbf4b4440bf336a09468a7db0098c778ac04485e8ca9580b242333b0"
     ),
     "ch7_powered": (
         "80f5a8829898ec0bcd57e05e1af527e229d485ab7e65aed053cccbae3d892b34"
