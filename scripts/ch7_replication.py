@@ -67,7 +67,8 @@ def verdict(first, second):
 def rows(seeds, device):
     """One row per central pair: its verdict on the chapter's seeds and on
     ``seeds``, trained here (kept in a partial file, so a stopped run
-    resumes)."""
+    resumes); and the wall time of those trainings, summed over their
+    parts."""
     chapter = chapter_runs()
     corpus = load_bible()
     validation = windows(corpus.encode(corpus.validation), 64)
@@ -101,4 +102,4 @@ def rows(seeds, device):
                 "held": stated != "not resolved" and word == stated,
             }
         )
-    return table
+    return table, parts.seconds
