@@ -14,7 +14,6 @@ from mha_lib.course.statistics import (
     rank_correlation,
     smallest_resolvable,
     student_t_quantile,
-    welch_t_interval,
     wilson_interval,
 )
 
@@ -152,22 +151,6 @@ def test_paired_t_interval_known_values():
     assert (low, high) == pytest.approx((0.14 - half, 0.14 + half), abs=1e-5)
     wider = paired_t_interval(first, second, confidence=0.999)
     assert wider[1] < low and wider[2] > high
-
-
-def test_welch_t_interval_known_values():
-    # scipy.stats.ttest_ind(first, second, equal_var=False)
-    # .confidence_interval(...) gives these bounds
-    first, second = [1, 2, 3, 4, 5], [2, 4, 6, 8, 10, 12]
-    mean, low, high = welch_t_interval(first, second)
-    assert mean == pytest.approx(-4.0)
-    assert (low, high) == pytest.approx((-7.983469, -0.016531), abs=1e-5)
-    first, second = [0.3, 0.1, 0.25, 0.4], [0.2, 0.05, 0.1]
-    _, low, high = welch_t_interval(first, second, confidence=0.9)
-    assert (low, high) == pytest.approx((-0.008949, 0.300616), abs=1e-5)
-    with pytest.raises(ValueError, match="at least 2 values"):
-        welch_t_interval([1.0, 2.0], [1.0])
-    with pytest.raises(ValueError, match="confidence"):
-        welch_t_interval([1.0, 2.0], [1.0, 3.0], confidence=95)
 
 
 def test_paired_t_interval_refuses_bad_input():

@@ -147,35 +147,6 @@ def paired_t_interval(first, second, *, confidence=0.95):
     return mean, mean - half, mean + half
 
 
-def welch_t_interval(first, second, *, confidence=0.95):
-    """How much the mean of ``first`` exceeds the mean of ``second``, two
-    samples of other items (other seeds, say), with Welch's t interval (no
-    equal spread assumed; Welch-Satterthwaite degrees of freedom): ``(mean
-    difference, low, high)``."""
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    samples = [
-        torch.as_tensor(values, dtype=torch.float64).flatten()
-        for values in (first, second)
-    ]
-    if min(sample.numel() for sample in samples) < 2:
-        raise ValueError(
-            "welch_t_interval needs two sequences of at least 2 values, got "
-            f"{samples[0].numel()} and {samples[1].numel()}"
-        )
-    # each mean's squared standard error
-    errors = [sample.var().item() / sample.numel() for sample in samples]
-    df = sum(errors) ** 2 / sum(
-        error**2 / (sample.numel() - 1)
-        for error, sample in zip(errors, samples)
-    )
-    mean = (samples[0].mean() - samples[1].mean()).item()
-    half = student_t_quantile((1 + confidence) / 2, df) * math.sqrt(
-        sum(errors)
-    )
-    return mean, mean - half, mean + half
-
-
 def wilson_interval(successes, trials, z=1.96):
     """The Wilson score interval of a proportion (95 % by default): ``(low,
     high)``. Sensible at 0 and at ``trials`` successes, unlike the normal
