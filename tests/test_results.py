@@ -61,11 +61,8 @@ def test_every_long_chapter_ships_its_result():
 @pytest.mark.parametrize("name", SHIPPED)
 def test_every_shipped_result_records_its_provenance(name):
     record = results.load(name)
-    command = {  # the files not named after their script
-        "replication": "replicate.py",
-        "ch4_models": "store_models.py ch4_models",
-    }.get(name, f"{name}.py")
-    assert record["command"].startswith(f"python3 scripts/{command}")
+    script = results.command_of(name).split()[:2]  # python3 scripts/x.py
+    assert record["command"].split()[:2] == script, record["command"]
     assert record["wall_seconds"] > 0
     assert {"device", "torch", "mha_lib"} <= set(record["environment"])
 

@@ -129,6 +129,9 @@ SHIPPED = {
     "ch7_powered": (
         "80f5a8829898ec0bcd57e05e1af527e229d485ab7e65aed053cccbae3d892b34"
     ),
+    "ch7_replication": (
+        "b0155c8763c6b6d1a96b16b24fb96143e27f472764cb4a95addfd99829567afc"
+    ),
     "ch7_step_times": (
         "7ada1f64ab9790cb0cd9e9b98a5766640bde7ffb9c70a7ae7e9047da6a7cbb11"
     ),
