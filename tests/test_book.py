@@ -390,6 +390,29 @@ def test_a_chapter_shows_at_most_120_lines_of_code(path):
     assert shown <= 120, f"{path.name} shows {shown} lines of code"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_fold_is_labelled_in_words_both_editions_know(path):
+    """A folded cell names its fold ("Show the checks"); without a label
+    myst-nb writes "Show code cell {type}", which the Chinese edition has
+    no words for (its build fails on it, minutes later)."""
+    from support import extension
+
+    labels = extension("chinese_edition").LABELS
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        tags = set(cell["metadata"].get("tags", []))
+        if not {"hide-input", "hide-cell"} & tags:
+            continue  # shown, or removed from the page
+        prompts = cell["metadata"].get("mystnb", {})
+        for key in ("code_prompt_show", "code_prompt_hide"):
+            label = prompts.get(key, "")
+            assert label.rstrip("0123456789 ") in labels, (
+                f"{path.name}: a folded cell's {key} is {label!r}; expected "
+                f"one of {sorted(labels)}"
+            )
+
+
 def test_the_books_build_skips_the_cells_that_draw_widgets():
     """nbclient, which executes the chapters for the README's build, answers
     an ipywidgets Output widget as a front end would, sending on the shell
