@@ -64,6 +64,12 @@ def verdict(first, second):
     return word, f"{mean:+.3f} ({low:+.3f} to {high:+.3f}), {word}"
 
 
+def stored_name(seeds):
+    """The results file ``--store`` writes for a run on ``seeds``: one per
+    seed set, ``ch7_replication-A-B``."""
+    return f"ch7_replication-{seeds[0]}-{seeds[-1]}"
+
+
 def rows(seeds, device):
     """One row per central pair: its verdict on the chapter's seeds and on
     ``seeds``, trained here (kept in a partial file, so a stopped run

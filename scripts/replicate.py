@@ -31,7 +31,8 @@ trains their variants on the new seeds at the chapter's rates.
 With ``--store`` the run is written to
 ``mha_lib/course/results/replication.json``, which Chapters 4 and 5 show (a
 chapter run alone replaces its own rows of a stored run on the same seeds),
-and Chapter 7's rows to ``ch7_replication.json``.
+and Chapter 7's rows to ``ch7_replication-A-B.json``, named by the seeds
+(A to B), so that the run of each seed set stays.
 """
 
 import argparse
@@ -257,7 +258,7 @@ def main():
     print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
     if args.store and 7 in chapters:
         results.save(
-            "ch7_replication",
+            ch7_replication.stored_name(seeds),
             {"seeds": seeds, "claims": ch7_rows},
             device=device,
             seconds=ch7_seconds,  # its trainings, over every resumption

@@ -109,10 +109,10 @@ class Share:
 
 def replication_table(chapter, checked, name="replication"):
     """The claims of ``chapter`` in a stored replication (by default
-    ``mha_lib/course/results/replication.json``; Chapter 7's is
-    ``ch7_replication``, both written by ``scripts/replicate.py --store``), as
-    a table: each claim's value on the chapter's seeds and on the new ones,
-    folded under one line.
+    ``mha_lib/course/results/replication.json``; Chapter 7's are
+    ``ch7_replication-A-B``, one per seed set A to B, all written by
+    ``scripts/replicate.py --store``), as a table: each claim's value on the
+    chapter's seeds and on the new ones, folded under one line.
 
     ``checked`` are the claims the chapter checked in this run
     (:attr:`mha_lib.course.report.ClaimLog.claims`): where the stored claims

@@ -129,8 +129,11 @@ SHIPPED = {
     "ch7_powered": (
         "80f5a8829898ec0bcd57e05e1af527e229d485ab7e65aed053cccbae3d892b34"
     ),
-    "ch7_replication": (
+    "ch7_replication-200-209": (
         "b0155c8763c6b6d1a96b16b24fb96143e27f472764cb4a95addfd99829567afc"
+    ),
+    "ch7_replication-300-309": (
+        "33d71df3492708c5bbe26594b33b1ba2be5d7feda457af60ad499815eaeff8d4"
     ),
     "ch7_step_times": (
         "7ada1f64ab9790cb0cd9e9b98a5766640bde7ffb9c70a7ae7e9047da6a7cbb11"
@@ -144,9 +147,11 @@ SHIPPED = {
 COMMANDS = {
     "ch4_models": "python3 scripts/store_models.py ch4_models",
     "replication": "python3 scripts/replicate.py --seeds 100-119 --store",
-    "ch7_replication": (
-        "python3 scripts/replicate.py --chapters 7 --seeds 200-209 --store"
-    ),
+    **{
+        f"ch7_replication-{seeds}": "python3 scripts/replicate.py "
+        f"--chapters 7 --seeds {seeds} --store"
+        for seeds in ("200-209", "300-309")
+    },
 }
 
 
