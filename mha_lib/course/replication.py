@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import report, results
 from .statistics import wilson_interval
 
 MOST_SEEDS = 1000  # more would be days of training, most likely a typo
@@ -119,8 +120,6 @@ def replication_table(chapter, checked, name="replication"):
     differ, the file is stale and a ``ValueError`` says how to renew it; a
     claim that failed on the new seeds raises ``AssertionError``, naming it.
     """
-    from . import report, results
-
     stored = results.load(name)
     rows = [
         row for row in stored["data"]["claims"] if row["chapter"] == chapter

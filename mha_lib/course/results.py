@@ -14,7 +14,6 @@ Each file also carries the SHA-256 of its content (``sha256``), which
 command that writes it again instead of being drawn as if it were measured.
 """
 
-import fcntl
 import hashlib
 import json
 import platform
@@ -25,6 +24,11 @@ from importlib import resources
 from pathlib import Path
 
 import torch
+
+try:  # POSIX; without it (Windows) run one writer at a time: none is locked
+    import fcntl
+except ImportError:
+    fcntl = None
 
 FOLDER = Path(__file__).resolve().parent / "results"
 
@@ -296,7 +300,8 @@ class Parts:
             seconds = round(time.time() - begun, 1)
             lock = self.path.with_suffix(".lock")
             with lock.open("w") as held:  # one writer at a time
-                fcntl.flock(held, fcntl.LOCK_EX)
+                if fcntl is not None:
+                    fcntl.flock(held, fcntl.LOCK_EX)
                 self._refresh()
                 self.done[key] = {"result": result, "seconds": seconds}
                 written = self.path.with_suffix(".tmp")  # renamed: atomic
