@@ -19,7 +19,7 @@ from ch7_powered import CHAPTER_TUNING, GRID_SEEDS, NEW_SEEDS, chosen_rate
 
 from mha_lib.course import results
 from mha_lib.course.corpus import load_bible, windows
-from mha_lib.course.statistics import paired_t_interval
+from mha_lib.course.replication import paired_verdict
 
 # (variant, reference): the pairs the answers lean on, the chapter's names
 CENTRAL = [
@@ -56,11 +56,10 @@ def chapter_runs():
     return table
 
 
-def verdict(first, second):
+def judged(first, second):
     """``(verdict, detail)`` of ``first`` minus ``second`` (paired lists of
-    scores) at 95 %: ``worse`` (positive), ``better`` or ``not resolved``."""
-    mean, low, high = paired_t_interval(first, second)
-    word = "worse" if low > 0 else "better" if high < 0 else "not resolved"
+    scores), as :func:`mha_lib.course.replication.paired_verdict` judges it."""
+    word, (mean, low, high) = paired_verdict(first, second)
     return word, f"{mean:+.3f} ({low:+.3f} to {high:+.3f}), {word}"
 
 
@@ -94,8 +93,8 @@ def rows(seeds, device):
     table = []
     for name, reference in CENTRAL:
         own = [chapter[n][1] for n in (name, reference)]
-        stated, own_detail = verdict(*(list(o.values()) for o in own))
-        word, new_detail = verdict(
+        stated, own_detail = judged(*(list(o.values()) for o in own))
+        word, new_detail = judged(
             [new[name][s] for s in seeds], [new[reference][s] for s in seeds]
         )
         table.append(

@@ -145,7 +145,30 @@ def test_chapter_7s_central_verdicts_hold_on_its_own_seeds():
     for (name, reference), stated in zip(ch7_replication.CENTRAL, expected):
         seeds = list(chapter[name][1])
         assert len(seeds) == 15 and seeds == list(chapter[reference][1])
-        word, _ = ch7_replication.verdict(
+        word, _ = ch7_replication.judged(
             *(list(chapter[n][1].values()) for n in (name, reference))
         )
         assert word == stated, (name, reference, word)
+
+
+def test_a_paired_verdict_says_which_side_of_zero_its_interval_lies():
+    lower = [1.0, 2.0, 3.0, 4.0, 5.0]
+    higher = [x + d for x, d in zip(lower, [0.9, 1.1, 1.0, 0.95, 1.05])]
+    assert replication.paired_verdict(higher, lower)[0] == "worse"
+    assert replication.paired_verdict(lower, higher)[0] == "better"
+    mixed = [x + d for x, d in zip(lower, [0.5, -0.5, 0.4, -0.4, 0.1])]
+    word, (mean, low, high) = replication.paired_verdict(mixed, lower)
+    assert word == "not resolved" and low < mean < high
+    table = replication.replication_table(
+        7,
+        [row["claim"] for row in _stored_rows_of("ch7_replication-200-209")],
+        "ch7_replication-200-209",
+        level=replication.VERDICT_CONFIDENCE,
+    )
+    assert "seeds 200-209 (95% intervals)" in table.data
+
+
+def _stored_rows_of(name):
+    from mha_lib.course import results
+
+    return results.load(name)["data"]["claims"]

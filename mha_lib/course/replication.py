@@ -20,10 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import report, results
-from .statistics import wilson_interval
+from .statistics import paired_t_interval, wilson_interval
 
 MOST_SEEDS = 1000  # more would be days of training, most likely a typo
 FEW = 10  # fewer seeds than this can refute a share, not establish it
+# a verdict on paired scores is judged alone at this level (see paired_verdict)
+VERDICT_CONFIDENCE = 0.95
 
 
 def parse_seeds(text):
@@ -108,14 +110,28 @@ class Share:
         )
 
 
-def replication_table(chapter, checked, name="replication"):
+def paired_verdict(first, second):
+    """``first`` minus ``second``, paired lists of scores where lower is
+    better, judged alone at :data:`VERDICT_CONFIDENCE`: ``(word, (mean, low,
+    high))``, the word ``worse`` where the paired interval lies above zero,
+    ``better`` where below, else ``not resolved``."""
+    mean, low, high = paired_t_interval(
+        first, second, confidence=VERDICT_CONFIDENCE
+    )
+    word = "worse" if low > 0 else "better" if high < 0 else "not resolved"
+    return word, (mean, low, high)
+
+
+def replication_table(chapter, checked, name="replication", *, level=None):
     """The claims of ``chapter`` in a stored replication (by default
     ``mha_lib/course/results/replication.json``; Chapter 7's are
     ``ch7_replication-A-B``, one per seed set A to B, all written by
     ``scripts/replicate.py --store``), as a table: each claim's value on the
     chapter's seeds and on the new ones, folded under one line.
 
-    ``checked`` are the claims the chapter checked in this run
+    ``level``: the confidence of the intervals in the cells, named in the
+    headers (a verdict's, :data:`VERDICT_CONFIDENCE`); a share's cells name
+    their own. ``checked`` are the claims the chapter checked in this run
     (:attr:`mha_lib.course.report.ClaimLog.claims`): where the stored claims
     differ, the file is stale and a ``ValueError`` says how to renew it; a
     claim that failed on the new seeds raises ``AssertionError``, naming it.
@@ -138,8 +154,9 @@ def replication_table(chapter, checked, name="replication"):
         )
     seeds = stored["data"]["seeds"]
     seeds = f"seeds {seeds[0]}-{seeds[-1]}"
+    at = "" if level is None else f" ({level:.0%} intervals)"
     table = report.markdown_table(
-        ["claim", "this chapter's seeds", seeds],
+        ["claim", f"this chapter's seeds{at}", seeds + at],
         [
             [
                 row["claim"],
