@@ -1,7 +1,7 @@
 """Chapter 7's longer budget: the central pairs of
 ``scripts/ch7_experiment.py`` trained three times as long.
 
-    python3 scripts/ch7_long.py   # about 9 hours of one CPU thread
+    python3 scripts/ch7_long.py   # about 10 hours of one CPU thread
 
 writes ``mha_lib/course/results/ch7_long.json``: one head against eight, wide
 2 x 64 against sized 8 x 16, wide 8 x 64 against ``d_model`` 128, each for

@@ -76,6 +76,16 @@ def _write(path, record):
     path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
 
 
+def _command_line():
+    """This process's command line, its script named from the repository's
+    root where it lies inside it (as the commands in the README are run)."""
+    script = Path(sys.argv[0]).resolve()
+    root = FOLDER.parents[2]
+    if script.is_relative_to(root):
+        script = script.relative_to(root)
+    return " ".join(["python3", script.as_posix(), *sys.argv[1:]])
+
+
 def save(
     name, data, *, device, seconds, folder=None, command=None, ran_in=None
 ):
@@ -91,7 +101,7 @@ def save(
     folder = FOLDER if folder is None else Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     record = {
-        "command": command or "python3 " + " ".join(sys.argv),
+        "command": command or _command_line(),
         "environment": ran_in or environment(device),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
         "wall_seconds": round(seconds, 1),
@@ -128,7 +138,7 @@ SHIPPED = {
         "acc46ed20f776448e56351c0a0eda2e019e86d2f0ec9e1c0f2a42d1f5d04d0c4"
     ),
     "ch7_long": (
-        "1384f489fbf4b4440bf336a09468a7db0098c778ac04485e8ca9580b242333b0"
+        "b57cff2eec775aee9049fa7452d2bd545769d7795c97cbc123f0fdadb307d144"
     ),
     "ch7_powered": (
         "80f5a8829898ec0bcd57e05e1af527e229d485ab7e65aed053cccbae3d892b34"
