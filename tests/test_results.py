@@ -187,3 +187,19 @@ def test_a_stored_run_says_whether_it_ran_with_the_locked_versions():
 def test_a_result_with_nan_is_refused_with_a_clear_message(tmp_path):
     with pytest.raises(ValueError, match="NaN or infinity"):
         saved(tmp_path, {"loss": float("nan")})
+
+
+def test_a_run_from_another_folder_records_the_command_from_the_root(
+    monkeypatch, tmp_path
+):
+    """``cd scripts && python3 ch7_long.py`` is stored as the README's
+    ``python3 scripts/ch7_long.py``; a script outside the repository keeps
+    its own path."""
+    scripts = results.FOLDER.parents[2] / "scripts"
+    monkeypatch.chdir(scripts)
+    monkeypatch.setattr("sys.argv", ["ch7_long.py", "--threads", "1"])
+    path = results.save("run", {}, device="cpu", seconds=1, folder=tmp_path)
+    command = json.loads(path.read_text())["command"]
+    assert command == "python3 scripts/ch7_long.py --threads 1"
+    monkeypatch.setattr("sys.argv", [str(tmp_path / "mine.py")])
+    assert results._command_line() == f"python3 {tmp_path / 'mine.py'}"
