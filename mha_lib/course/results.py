@@ -153,7 +153,7 @@ SHIPPED = {
         "7ada1f64ab9790cb0cd9e9b98a5766640bde7ffb9c70a7ae7e9047da6a7cbb11"
     ),
     "replication": (
-        "6557dce0dbedcf15bbc12417f701d718f5692336e35daf6d94e1671850ca9f6f"
+        "9acf7974e9b76179516b385caf2d2079147f891d97829ec4a01a039e986d126c"
     ),
 }
 # the command that writes each shipped file again; the others are named
