@@ -11,6 +11,7 @@ from mha_lib.course.report import (
     folded,
     glue,
     markdown_table,
+    signed,
     spread,
 )
 
@@ -77,6 +78,16 @@ def test_spread_text():
     assert spread([-0.0001, -0.011, 0.013]) == (
         "median 0.000 (-0.011 to 0.013)"
     ), "a median that rounds to zero has no sign"
+
+
+def test_signed_text():
+    assert [signed(x) for x in (0.0321, -0.006, -0.00016, 0)] == [
+        "+0.032",
+        "-0.006",
+        "0.000",
+        "0.000",
+    ], "a difference that rounds to zero has no sign"
+    assert signed(1.25, 1) == "+1.2"
 
 
 def test_markdown_table_keeps_a_bar_inside_its_cell():

@@ -129,6 +129,13 @@ def spread(values, digits=3):
     return f"median {middle} ({low} to {high})"
 
 
+def signed(value, digits=3):
+    """``value`` to ``digits`` decimals with its sign ("+0.032", "-0.006"),
+    zero written as "0.000" (not "-0.000")."""
+    text = _rounded(value, digits)
+    return text if text.startswith("-") or float(text) == 0 else "+" + text
+
+
 def _rounded(value, digits):
     """``value`` to ``digits`` decimals, a negative that rounds to zero
     written as zero ("0.000", not "-0.000")."""
