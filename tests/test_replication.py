@@ -159,6 +159,10 @@ def test_a_paired_verdict_says_which_side_of_zero_its_interval_lies():
     mixed = [x + d for x, d in zip(lower, [0.5, -0.5, 0.4, -0.4, 0.1])]
     word, (mean, low, high) = replication.paired_verdict(mixed, lower)
     assert word == "not resolved" and low < mean < high
+    assert [
+        replication.side_of_zero(*ends)
+        for ends in ((0.01, 0.2), (-0.2, -0.01), (-0.1, 0.1))
+    ] == ["worse", "better", "not resolved"]
     table = replication.replication_table(
         7,
         [row["claim"] for row in _stored_rows_of("ch7_replication-200-209")],

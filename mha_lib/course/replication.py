@@ -118,8 +118,14 @@ def paired_verdict(first, second):
     mean, low, high = paired_t_interval(
         first, second, confidence=VERDICT_CONFIDENCE
     )
-    word = "worse" if low > 0 else "better" if high < 0 else "not resolved"
-    return word, (mean, low, high)
+    return side_of_zero(low, high), (mean, low, high)
+
+
+def side_of_zero(low, high):
+    """The verdict an interval of ``first - second`` (lower is better) gives:
+    ``worse`` wholly above zero, ``better`` wholly below, else ``not
+    resolved``."""
+    return "worse" if low > 0 else "better" if high < 0 else "not resolved"
 
 
 def replication_table(chapter, checked, name="replication", *, level=None):
