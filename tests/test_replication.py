@@ -44,10 +44,10 @@ def test_the_stored_replication_refuses_stale_claims():
         replication.replication_table(4, ["a claim the chapter never checked"])
 
 
-def _stored_rows(chapter):
+def _stored_rows(chapter, name="replication"):
     from mha_lib.course import results
 
-    claims = results.load("replication")["data"]["claims"]
+    claims = results.load(name)["data"]["claims"]
     return [row for row in claims if row["chapter"] == chapter]
 
 
@@ -165,14 +165,8 @@ def test_a_paired_verdict_says_which_side_of_zero_its_interval_lies():
     ] == ["worse", "better", "not resolved"]
     table = replication.replication_table(
         7,
-        [row["claim"] for row in _stored_rows_of("ch7_replication-200-209")],
+        [row["claim"] for row in _stored_rows(7, "ch7_replication-200-209")],
         "ch7_replication-200-209",
         level=replication.VERDICT_CONFIDENCE,
     )
     assert "seeds 200-209 (95% intervals)" in table.data
-
-
-def _stored_rows_of(name):
-    from mha_lib.course import results
-
-    return results.load(name)["data"]["claims"]
