@@ -120,8 +120,10 @@ def test_chapter_3_timing_claims_hold_on_a_busy_cpu(busy_cpu):
         "separate": mha_lib.to_per_head(standard[h]),
         "wide": mha_lib.MultiHeadAttention(width, h, head_dim=width),
     }
+    # five rounds: the median of three moved to 1.19 once, mid-build (the
+    # chapter's eleven give about 1.7; 1.4 to 1.7 here beside the spinners)
     raw = time_interleaved(
-        {**standard, **rivals}, x, repeats=3, warmup=1, threads=1
+        {**standard, **rivals}, x, repeats=5, warmup=1, threads=1
     )
     median = {name: summarize(times)[0] for name, times in raw.items()}
     ratio = {name: median[name] / median[h] for name in rivals}
