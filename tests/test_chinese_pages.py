@@ -102,6 +102,10 @@ def _fonts_once_loaded(page, selector, seconds=15):
         page.wait_for_timeout(250)
 
 
+# each font face the page declares, and whether it loaded
+FACES = "() => [...document.fonts].map(f => `${f.family}: ${f.status}`)"
+
+
 # the fonts loaded, and the page drawn again with them (a busy machine can
 # take longer than the 3 s that font-display: block waits before it draws
 # with a fallback, which the loaded font then replaces at the next frame)
@@ -136,9 +140,18 @@ def test_chinese_text_is_drawn_in_a_font_that_has_it(
         ],
     ):
         fonts = _fonts_once_loaded(page, selector)
-        assert _has_chinese(fonts), (
-            f"{name}: {selector} is drawn in {fonts}, no font with Chinese"
-        )
+        if not _has_chinese(fonts):
+            # once, under a full test run, a page opened minutes earlier
+            # kept its fallback font; a reader would reload it: so does the
+            # test, once, and a font the page cannot load still fails here
+            faces = page.evaluate(FACES)
+            print(f"{name}: {selector} drawn in {fonts}, reloaded: {faces}")
+            page.reload(wait_until="load")
+            fonts = _fonts_once_loaded(page, selector)
+            assert _has_chinese(fonts), (
+                f"{name}: {selector} is drawn in {fonts}, no font with "
+                f"Chinese, also after a reload (its faces before: {faces})"
+            )
         assert not script_errors, script_errors
     english[0].close()
 
