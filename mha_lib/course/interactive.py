@@ -46,8 +46,11 @@ HEAD_COLOURS = [
     "#7570b3",
 ]
 # Type sizes that stay legible at the width of a book page (Vega's defaults are
-# 10-11 px).
+# 10-11 px), in the faces the book serves (book/_static/book.css), so a label
+# is measured in the font it is drawn in; elsewhere the stack ends in the
+# machine's sans-serif.
 STYLE = {
+    "font": '"DejaVu Sans book", "Noto Sans SC book", sans-serif',
     "axis": {"labelFontSize": 12, "titleFontSize": 13},
     "legend": {"labelFontSize": 12, "titleFontSize": 13},
     "header": {"labelFontSize": 12},
