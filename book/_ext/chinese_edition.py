@@ -619,6 +619,19 @@ def _chinese_settings(app, config):
         config.mathjax3_config = mathjax
 
 
+# MathJax measures an equation's words as it lays them out: it waits for the
+# Chinese font, else it measured them in the fallback's empty boxes, 0.6 em
+# a character, and drew them there (whether it won the race with the font
+# depended on the machine)
+TYPESET_AFTER_FONT = """if (window.MathJax) {
+  MathJax.startup = Object.assign(MathJax.startup || {}, {
+    pageReady: () => document.fonts.load('1em "Noto Sans SC book"', "中")
+      .catch(() => null)
+      .then(() => MathJax.startup.defaultPageReady()),
+  });
+}"""
+
+
 # -- both editions: a link to the same page in the other --------------------
 
 
@@ -646,6 +659,8 @@ def _link_editions(app, pagename, templatename, context, doctree):
             f'<link rel="preload" href="{font}" as="font" type="font/woff" '
             "crossorigin>"
         )
+        # after MathJax's settings (priority 500), before it runs (deferred)
+        app.builder.add_js_file(None, body=TYPESET_AFTER_FONT, priority=501)
     if "body" in context:
         # the same section in the other edition (the two share their ids)
         keep_place = "this.href = this.href.split('#')[0] + location.hash"
@@ -670,7 +685,8 @@ def setup(app):
     app.connect("env-before-read-docs", _start_early)
     app.connect("env-updated", _start_chinese)
     app.connect("doctree-read", _check_translated)
-    app.connect("html-page-context", _link_editions)
+    # after MathJax has added its settings to the page
+    app.connect("html-page-context", _link_editions, priority=600)
     # after the English PDF is printed (priority 900), beside the Chinese build
     app.connect("build-finished", _wait_for_chinese, priority=950)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
