@@ -8,8 +8,6 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-import pytest
-
 
 def assert_bookmarks_read_cleanly(reader):
     """Every bookmark, at every depth, is its heading's plain text: no piece
@@ -32,8 +30,10 @@ def assert_no_page_nearly_empty(pdf, reader):
     book, and the last page before a chapter starts (the Chinese edition's
     "how to run" ends with a few lines there). Checked where poppler's
     pdftoppm draws the pages."""
-    if not shutil.which("pdftoppm"):
-        return
+    assert shutil.which("pdftoppm"), (
+        "pdftoppm is needed to check the PDF's pages (Debian and Ubuntu: "
+        "apt-get install poppler-utils)"
+    )
     import numpy as np
     from PIL import Image
 
@@ -127,10 +127,10 @@ def assert_figures_print_at_200_ppi(pdf):
     (mha_lib.course.plotting.sharp_png), so printed at its size it holds 211
     pixels an inch, more where the page shrinks it. Read with poppler's
     pdfimages, which reports each placed image's resolution."""
-    if shutil.which("pdfimages") is None:
-        pytest.skip(
-            "poppler's pdfimages is not installed (Debian: poppler-utils)"
-        )
+    assert shutil.which("pdfimages"), (
+        "poppler's pdfimages is needed to read the figures' resolution "
+        "(Debian and Ubuntu: apt-get install poppler-utils)"
+    )
     listing = subprocess.run(
         ["pdfimages", "-list", str(pdf)],
         capture_output=True,

@@ -80,6 +80,10 @@ p.mha-scroll-hint { display: none; }
 /* a figure stays whole; a long table or printout runs on to the next page
    (kept whole, it would leave the page before it nearly blank) */
 figure, img, svg, tr, div.cell_output:has(img, svg) { break-inside: avoid; }
+/* ... and is at most about half a page high (135 of the page's 263 mm): a
+   heading and a paragraph at the top of a page leave it room, so it is not
+   pushed over to leave that page nearly empty */
+div.cell_output img, figure img { max-height: 135mm; object-fit: contain; }
 /* Chromium keeps a scrolling box on one page: on paper a table does not
    scroll, so a long one can run on */
 .pst-scrollable-table-container, div.cell_output table {
