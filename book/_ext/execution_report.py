@@ -32,10 +32,10 @@ def _cache(app):
     return get_cache(app.env.mystnb_config.execution_cache_path)
 
 
-def _snapshot(app, env, docnames):
+def _snapshot(app):
     """The cache entries there before anything is executed."""
     records = _cache(app).list_cache_records()
-    env.execution_report_before = {record.pk for record in records}
+    app.env.execution_report_before = {record.pk for record in records}
 
 
 def _write_report(app, exception):
@@ -66,6 +66,7 @@ def _write_report(app, exception):
 
 
 def setup(app):
-    app.connect("env-before-read-docs", _snapshot)
+    # after myst-nb's settings (500), before chapters_ahead runs any (600)
+    app.connect("builder-inited", _snapshot, priority=550)
     app.connect("build-finished", _write_report)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
