@@ -39,7 +39,13 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "_build"
+# the test command's own build, beside the README's ``_build``, which it
+# never touches: the same command and configuration, written under OUTPUT
+OUTPUT = ROOT / "_build-tests"
+BUILD = OUTPUT / "_build"
+# what the README's build had written when the session started
+README_BUILD = ROOT / "_build" / "html"
+README_BUILD_BEFORE = OUTPUT / "readme-build-before.json"
 HTML = BUILD / "html"  # the English pages; the Chinese ones in HTML / "zh"
 CACHE = BUILD / ".jupyter_cache"  # the chapters' runs, as the build reads them
 ENDED = BUILD / ".chapters"  # one file per chapter that has ended
@@ -65,6 +71,8 @@ BUILD_COMMAND = [
     "--all",
     "--warningiserror",
     "--keep-going",
+    "--path-output",
+    str(OUTPUT),
     str(ROOT),
 ]
 # the chapters that take longest on one core, longest first (a worker takes
@@ -146,6 +154,23 @@ def pytest_sessionstart(session):
     if _main_process(session.config):
         for path in (STARTED, RESULT, PID, LOG):
             path.unlink(missing_ok=True)
+        OUTPUT.mkdir(exist_ok=True)
+        README_BUILD_BEFORE.write_text(json.dumps(readme_build()))
+
+
+def readme_build():
+    """What the README's build wrote in ``_build/html``: {file: [size,
+    modified]}, or None where there is none."""
+    if not README_BUILD.is_dir():
+        return None
+    return {
+        str(path.relative_to(README_BUILD)): [
+            path.stat().st_size,
+            path.stat().st_mtime_ns,
+        ]
+        for path in sorted(README_BUILD.rglob("*"))
+        if path.is_file()
+    }
 
 
 def pytest_sessionfinish(session):
@@ -309,7 +334,7 @@ def pytest_runtest_teardown(item):
 def _start_build(config):
     """Start the build unless this session has already started it; where
     nbval runs no chapter, the build executes every chapter afresh."""
-    BUILD.mkdir(exist_ok=True)
+    BUILD.mkdir(parents=True, exist_ok=True)
     try:  # one process wins, on whichever worker
         os.close(os.open(STARTED, os.O_CREAT | os.O_EXCL))
     except FileExistsError:

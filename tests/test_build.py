@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import book_session
 import pytest
 from support import NOTEBOOKS
 
@@ -21,6 +22,22 @@ def test_the_book_builds_without_warnings(book_build):
     ]
     details = "\n".join(problems[-30:]) or book_build.log[-4000:]
     assert book_build.returncode == 0, f"the book build failed:\n{details}"
+
+
+def test_the_test_command_leaves_the_readme_build_as_it_was(book_build):
+    """The tests build the book in a folder of their own
+    (``_build-tests``): the README's ``_build/html``, where a reader built
+    one, holds the same files, sizes and times as when the session began
+    (and where there was none, there is none)."""
+    assert book_build.html != book_session.README_BUILD
+    before = json.loads(book_session.README_BUILD_BEFORE.read_text())
+    after = book_session.readme_build()
+    changed = sorted(
+        name
+        for name in {*(before or {}), *(after or {})}
+        if (before or {}).get(name) != (after or {}).get(name)
+    )
+    assert after == before, f"the tests changed the README's build: {changed}"
 
 
 def test_intro_page_is_built(english_pages):
