@@ -21,6 +21,7 @@ tests use too); where there is none the build warns, and so fails under
 """
 
 import functools
+import hashlib
 import http.server
 import io
 import posixpath
@@ -628,6 +629,13 @@ def _build_pdf(app, exception):
         language,
     )
     html_path.write_text(str(book), encoding="utf-8")
+    # a rebuild that changed nothing the PDF shows (a comment, say) keeps it
+    printed_from = outdir / f"{PDF_NAME}.printed-from"
+    digest = hashlib.sha256(html_path.read_bytes()).hexdigest()
+    if (outdir / PDF_NAME).is_file() and printed_from.is_file():
+        if printed_from.read_text() == digest:
+            logger.info(f"book_pdf: {PDF_NAME} kept, the book is as printed")
+            return
     # printed under another name and renamed when whole, so that the file
     # named PDF_NAME is never half-written (the tests read it as soon as it
     # is there)
@@ -642,6 +650,7 @@ def _build_pdf(app, exception):
         )
         return
     printing.replace(outdir / PDF_NAME)
+    printed_from.write_text(digest)
     logger.info(f"book_pdf: wrote {PDF_NAME}")
 
 
