@@ -5,6 +5,7 @@ twin, no paragraph of prose left in English, and every character it shows
 in the font the book serves. Opened in Chromium in
 ``test_chinese_pages.py``."""
 
+import copy
 import json
 import re
 from collections import Counter
@@ -251,6 +252,48 @@ def test_the_book_serves_a_glyph_for_every_chinese_character(twins):
         f"characters outside {FONT.name}: {missing} (python3 "
         "scripts/translations.py --font NotoSansCJK-Regular.ttc)"
     )
+
+
+# a string in an interactive figure's specification, as JSON writes it
+JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def _drawn_text(page):
+    """(text in the pages' sans-serif, text in their monospace) of a page,
+    its interactive figures' strings included; maths is MathJax's."""
+    page = copy.copy(page)
+    figures = "".join(
+        json.loads(f'"{string}"')
+        for script in page.select("article .cell_output script")
+        for string in JSON_STRING.findall(script.get_text())
+    )
+    for tag in page.select(".math, mjx-container, script, style, noscript"):
+        tag.decompose()
+    code = "".join(tag.get_text() for tag in page.select("pre, code"))
+    for tag in page.select("pre, code"):
+        tag.decompose()
+    return page.get_text() + figures, code
+
+
+def test_every_character_is_drawn_in_a_font_the_book_serves(twins):
+    """Both editions, code and figures' labels included: each character
+    shown is in the faces the book serves (book/_static/fonts: DejaVu for
+    Latin and symbols, python3 scripts/fonts.py; Noto Sans SC for Chinese),
+    so no page falls back on the machine's fonts."""
+    from fontTools.ttLib import TTFont
+
+    fonts = FONT.parent
+    sans = set(map(chr, TTFont(fonts / "DejaVuSans.woff").getBestCmap()))
+    mono = set(map(chr, TTFont(fonts / "DejaVuSansMono.woff").getBestCmap()))
+    chinese = set(map(chr, TTFont(FONT).getBestCmap()))
+    missing = {}
+    for name, *editions in twins:
+        for page in editions:
+            for text, latin in zip(_drawn_text(page), (sans, mono)):
+                for character in set(text) - latin - chinese:
+                    if not character.isspace():
+                        missing.setdefault(f"U+{ord(character):04X}", name)
+    assert not missing, f"characters no font of the book has: {missing}"
 
 
 def test_the_titles_of_an_interactive_figure_are_chinese(twins):

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, Comment
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -301,6 +301,11 @@ def one_document(outdir, docnames, title, subtitle, language="en"):
         prefix = "pdf-" + re.sub(r"\W", "-", docname) + "-"
         pages.append((prefix, for_paper(article, prefix), docname))
     relink(pages)
+    for _, article, _ in pages:  # an author's comments print nothing
+        for comment in article.find_all(
+            string=lambda s: isinstance(s, Comment)
+        ):
+            comment.extract()
     head_title = book.new_tag("title")
     head_title.string = title
     book.head.append(head_title)
@@ -631,7 +636,9 @@ def _build_pdf(app, exception):
     html_path.write_text(str(book), encoding="utf-8")
     # a rebuild that changed nothing the PDF shows (a comment, say) keeps it
     printed_from = outdir / f"{PDF_NAME}.printed-from"
-    digest = hashlib.sha256(html_path.read_bytes()).hexdigest()
+    # (runs of white space as one: a comment leaves its line's end behind)
+    shown = re.sub(r"\s+", " ", str(book)).encode()
+    digest = hashlib.sha256(shown).hexdigest()
     if (outdir / PDF_NAME).is_file() and printed_from.is_file():
         if printed_from.read_text() == digest:
             logger.info(f"book_pdf: {PDF_NAME} kept, the book is as printed")
