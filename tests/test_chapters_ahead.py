@@ -4,6 +4,7 @@ the test command, naming its chapter and cell, instead of waiting."""
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -102,3 +103,22 @@ def test_a_stalled_cell_fails_the_test_command_with_its_chapter_and_cell(
     assert run.returncode == 1, run.stdout[-3000:]
     assert "FAILED stalls.ipynb::Cell 1" in run.stdout, run.stdout[-3000:]
     assert "Timeout of 2 seconds exceeded" in run.stdout, run.stdout[-3000:]
+
+
+def test_without_chromium_the_build_stops_before_any_chapter_runs(
+    ahead, monkeypatch
+):
+    """The PDF needs Chromium: the build says so at once, not after every
+    chapter has run."""
+    from sphinx.errors import ExtensionError
+
+    book_pdf = extension("book_pdf")
+    monkeypatch.setattr(book_pdf, "find_chromium", lambda: None)
+    monkeypatch.setitem(sys.modules, "book_pdf", book_pdf)
+    monkeypatch.setattr(ahead, "missing", lambda env: pytest.fail("ran"))
+    app = SimpleNamespace(
+        builder=SimpleNamespace(name="html"),
+        config=SimpleNamespace(language="en"),
+    )
+    with pytest.raises(ExtensionError, match="Chromium"):
+        ahead._run_ahead(app)
