@@ -123,12 +123,34 @@ def test_the_chinese_edition_executed_nothing(chinese_pages):
     assert all(line["reused"] for line in chinese.values()), chinese
 
 
+# what the Chinese edition writes in an interactive figure's specification
+# (book/_ext/chinese_edition.py): its words, checked below
+FIGURE_WORDS = {"name", "labels", "title", "description", "labelExpr"}
+
+
+def _without_words(spec):
+    """An interactive figure's specification without its words: its data,
+    marks and choices."""
+    if isinstance(spec, dict):
+        kept = {
+            key: _without_words(value)
+            for key, value in spec.items()
+            if key not in FIGURE_WORDS
+        }
+        return {key: value for key, value in kept.items() if value != {}}
+    if isinstance(spec, list):
+        return [_without_words(value) for value in spec]
+    return spec
+
+
 def _outputs(page):
     """Every code cell's output as HTML, its tables' header cells, the
-    lines that fold claims and tables and the claims left out: the Chinese
-    edition translates their words (checked above and below); a figure is
-    drawn in Chinese (checked below), so its image files are left out
-    too."""
+    lines that fold claims and tables and the claims left out, and what it
+    printed but its numbers: the Chinese edition translates their words
+    (checked above and below); a figure is drawn in Chinese (checked below),
+    so its image files are left out too, and so are an interactive figure's
+    words."""
+    spec = extension("chinese_edition").ControlsTranslated.SPEC
     found = []
     for div in page.select("div.cell_output"):
         div = BeautifulSoup(str(div), "html.parser")
@@ -136,16 +158,24 @@ def _outputs(page):
             head.decompose()
         for cell in div.select("tbody :is(th, td)"):  # its numbers stay
             cell.string = " ".join(sorted(NUMBER.findall(cell.get_text())))
+        for printed in div.select("pre"):  # its numbers stay
+            printed.string = " ".join(
+                sorted(NUMBER.findall(printed.get_text()))
+            )
         for image in div.select("img, a.image-reference"):  # checked below
             for key in ("src", "href", "alt", "style"):  # its size too
                 if image.has_attr(key):
                     image[key] = "figure"
         for script in div.select("script"):
-            script.string = re.sub(
-                r'("name":|"labels":|"title":)("[^"]*"|\[[^\]]*\])',
-                r"\1…",
-                script.get_text(),
-            )
+            text = script.get_text()
+            match = spec.search(text)
+            if match:
+                figure = json.loads(match.group(2).replace("<\\/", "</"))
+                script.string = (
+                    text[: match.start(2)]
+                    + json.dumps(_without_words(figure), sort_keys=True)
+                    + text[match.end(2) :]
+                )
         found.append(str(div))
     return found
 
@@ -237,6 +267,60 @@ def test_the_measure_of_english_prose():
     ]
     assert not english_prose(["每个头都读取 x 的全部（all of x）。"])
     assert not english_prose(["Q7", "PyTorch 2.13"])
+
+
+# four English words in a row: what a sentence has and code has not
+ENGLISH_WORD = r"[A-Za-z]+(?:['’][A-Za-z]+)?"
+FOUR_ENGLISH_WORDS = re.compile(
+    rf"{ENGLISH_WORD}(?:[ ,;:]+{ENGLISH_WORD}){{3}}"
+)
+# the printed lines a Chinese page keeps in English (their start), and why
+ENGLISH_KEPT = {
+    # Chapter 7's training text, quoted as the model reads it
+    "Simon Peter, a servant": "the King James text Chapter 7 trains on",
+    "obtained like precious faith": "the King James text",
+    "Saviour Jesus Christ: Grace": "the King James text",
+}
+
+
+def english_lines(page):
+    """The lines a page's code printed with four English words in a row,
+    but those :data:`ENGLISH_KEPT` lists."""
+    return [
+        line.strip()
+        for printed in page.select("article div.cell_output pre")
+        for line in printed.get_text().splitlines()
+        if FOUR_ENGLISH_WORDS.search(line)
+        and not line.strip().startswith(tuple(ENGLISH_KEPT))
+    ]
+
+
+def test_no_chinese_page_prints_a_line_in_english(twins):
+    """What the chapters print (their results, a run's versions, the
+    messages of their set-up) is Chinese on the Chinese pages: code (a
+    module's repr), names and numbers stay."""
+    counted = 0
+    for name, english, chinese in twins:
+        assert not english_lines(chinese), (name, english_lines(chinese))
+        counted += len(english_lines(english))
+    # the same measure finds the English edition's printed sentences
+    assert counted > 30, counted
+
+
+def test_the_measure_of_a_printed_line_in_english():
+    sentence = "36 heads removed before fewer than half of the held-out"
+    assert FOUR_ENGLISH_WORDS.search(sentence)
+    assert FOUR_ENGLISH_WORDS.search(
+        "made with other versions than the lock's:"
+    )
+    for code in (
+        "  (q_proj): Linear(in_features=384, out_features=384, bias=True)",
+        "  d_model=384, num_heads=12, head_dim=32, num_kv_heads=12",
+        "{'chunked': '740,352', 'standard': '2,362,368'}",
+        "移除 36 个头后，保有最近邻的留出句子才不足一半；",
+        "python3 scripts/ch7.py：在 NVIDIA H200（cuda）上运行 90 分钟",
+    ):
+        assert not FOUR_ENGLISH_WORDS.search(code), code
 
 
 def test_the_book_serves_a_glyph_for_every_chinese_character(twins):

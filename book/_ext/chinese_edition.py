@@ -14,7 +14,9 @@ README's build command fails when either edition warns.
 In the Chinese build a message of a page's prose that its catalog does not
 translate (missing, empty or fuzzy: an English sentence edited since it was
 translated) is a warning. Outputs of code are not prose: they come from the
-notebooks' run and are the same in both editions.
+notebooks' run, the same numbers in both editions; their words (what a
+chapter prints, its tables, claims and interactive figures) come from the
+course's catalog, ``locale/zh_CN/outputs.po``.
 
 Every page of either edition links to the same page of the other.
 """
@@ -362,6 +364,98 @@ def in_chinese(text, words, what, docname=None):
     return chinese or text
 
 
+# a line the course's own code prints with parts that vary (a version, a
+# device, a run's length), in Chinese
+PRINTED_LINES = [
+    (r"mha_lib (\S+), running on (\S+)", r"mha_lib \1，运行于 \2"),
+    (r"weights verified: SHA-256 (\S+)", r"权重已核验：SHA-256 \1"),
+    (
+        r"(.+?): (\d+) minutes on (.+) \((\w+)\)",
+        r"\1：在 \3（\4）上运行 \2 分钟",
+    ),
+    (
+        r"Python (\S+), torch (\S+), as locked",
+        r"Python \1、torch \2，即锁定的版本",
+    ),
+    (r"made with other versions than the lock's:", r"所用版本与锁定的不同："),
+    (r"(\s*)(python|torch) (\S+) \(the lock: (\S+)\)", r"\1\2 \3（锁定：\4）"),
+]
+# what reads as code in a printed line (a module's or a tensor's repr): a
+# name called or set (Linear(, bias=), a name in brackets, with _ or dots,
+# a quoted key, True, False, None
+CODE_WORDS = re.compile(
+    r"\w+(?=[=(])|\(\w+\)|\w*_\w*|\w+(?:\.\w+)+|'[^'\s]*'"
+    r"|\b(?:True|False|None)\b"
+)
+
+
+def is_code(line):
+    """Whether a printed line is code (a repr), which stays as printed: no
+    word left once its code is taken out."""
+    return not re.search(r"[A-Za-z]{2}", CODE_WORDS.sub("", line))
+
+
+class PrintedTranslated(SphinxTransform):
+    """What a chapter prints, in Chinese: the whole output from
+    ``locale/zh_CN/outputs.po``, else each of its lines, from
+    :data:`PRINTED_LINES` or the catalog, its numbers as the run wrote them;
+    a line of code stays. A line with words the catalog lacks is a
+    warning."""
+
+    default_priority = 12
+
+    def apply(self):
+        if not is_chinese(self.config):
+            return
+        words = catalog_file(HEADERS)
+        for block in list(self.document.findall(nodes.literal_block)):
+            classes = block.get("classes", [])
+            if not {"stream", "text_plain"} & set(classes):
+                continue
+            if not _is_output(block):
+                continue
+            text = block.astext()
+            chinese = printed_in_chinese(text, words, self.env.docname)
+            if chinese != text:
+                block[:] = [nodes.Text(chinese)]
+                block.rawsource = chinese
+
+
+def printed_in_chinese(text, words, docname=None):
+    """A printed output in Chinese (:class:`PrintedTranslated`); what
+    ``words`` lacks is a warning (at ``docname``) and stays."""
+    from mha_lib.course.figure_editions import translate
+
+    whole = translate(text.strip("\n"), words)
+    if whole is not None:
+        return text.replace(text.strip("\n"), whole)
+    lines = []
+    for line in text.split("\n"):
+        lines.append(printed_line_in_chinese(line, words, docname))
+    return "\n".join(lines)
+
+
+def printed_line_in_chinese(line, words, docname=None):
+    """One printed line in Chinese, its indent and code kept."""
+    from mha_lib.course.figure_editions import translate
+
+    for pattern, chinese in PRINTED_LINES:
+        if re.fullmatch(pattern, line.rstrip()):
+            return re.sub(pattern, chinese, line.rstrip())
+    key = line.strip()
+    if not key or is_code(key):
+        return line
+    translated = translate(key, words)
+    if translated is None:
+        logger.warning(
+            f"a printed line without a translation: {key!r} (add it to "
+            f"{HEADERS.relative_to(ROOT)})",
+            location=docname,
+        )
+        return line
+    return line[: len(line) - len(line.lstrip())] + translated
+
+
 class ControlsTranslated(SphinxTransform):
     """The names and choices of an interactive figure's controls, and its
     titles, in Chinese, from ``locale/zh_CN/outputs.po``: the figure's data
@@ -379,6 +473,7 @@ class ControlsTranslated(SphinxTransform):
             if not match or not _is_output(raw):
                 continue
             spec = json.loads(match.group(2).replace("<\\/", "</"))
+            spec_in_chinese(spec, words, self.env.docname)
             for bind in _binds(spec):
                 if "name" in bind:
                     name = bind["name"].strip()
@@ -413,6 +508,80 @@ class ControlsTranslated(SphinxTransform):
             location=self.env.docname,
         )
         return word
+
+
+def spec_in_chinese(spec, words, docname=None):
+    """What an interactive figure draws besides its titles and controls, in
+    Chinese, from ``words``: the label expressions' words ("head " + a
+    number), its description (read aloud), the legends' labels (a nominal
+    field's words: chunked, wide); a legend, axis or tooltip that shows its
+    field's name gets the name as its title, which
+    :class:`ControlsTranslated` then translates."""
+    for part in _parts(spec):
+        for box in part.values():
+            if isinstance(box, dict) and isinstance(box.get("labelExpr"), str):
+                box["labelExpr"] = _literals_in_chinese(
+                    box["labelExpr"], words, docname
+                )
+        if isinstance(part.get("description"), str):
+            part["description"] = in_chinese(
+                part["description"], words, "a figure's description", docname
+            )
+    for part in _parts(spec):
+        encoding = part.get("encoding")
+        if not isinstance(encoding, dict):
+            continue
+        for channel, definitions in encoding.items():
+            if not isinstance(definitions, list):
+                definitions = [definitions]
+            for field in definitions:
+                if isinstance(field, dict):
+                    _name_and_labels(channel, field, words, docname)
+
+
+def _name_and_labels(channel, field, words, docname):
+    """A channel's field name as its title where it shows (see
+    :func:`spec_in_chinese`), its nominal words in Chinese in its legend."""
+    name = field.get("field")
+    shown = field.get("legend", {}) is not None and (
+        field.get("axis", {}) is not None
+    )
+    if isinstance(name, str) and "title" not in field and shown:
+        if channel != "tooltip" or re.fullmatch(r"[A-Za-z]+", name):
+            field["title"] = name
+    scale = field.get("scale")
+    if field.get("type") != "nominal" or not isinstance(scale, dict):
+        return
+    if channel == "tooltip" or field.get("legend", {}) is None:
+        return
+    pairs = []
+    for value in scale.get("domain", []):
+        if isinstance(value, str) and re.search("[A-Za-z]{2}", value):
+            chinese = in_chinese(value, words, "a legend's label", docname)
+            if chinese != value:
+                pairs.append((value, chinese))
+    if pairs:
+        expression = "datum.label"
+        for value, chinese in reversed(pairs):
+            expression = (
+                f"datum.label == {json.dumps(value)} ? "
+                f"{json.dumps(chinese, ensure_ascii=False)} : {expression}"
+            )
+        field["legend"] = {**field.get("legend", {}), "labelExpr": expression}
+
+
+def _literals_in_chinese(expression, words, docname):
+    """The words of a Vega expression's quoted strings in Chinese."""
+
+    def literal(match):
+        text = match.group(1)
+        key = text.strip()
+        if not re.search("[A-Za-z]{2}", key):
+            return match.group(0)
+        chinese = in_chinese(key, words, "a figure's label", docname)
+        return "'" + text.replace(key, chinese) + "'"
+
+    return re.sub(r"'([^'\\]*)'", literal, expression)
 
 
 def _parts(spec):
@@ -677,6 +846,7 @@ def setup(app):
     app.add_transform(TableWordsTranslated)
     app.add_transform(FoldLinesTranslated)
     app.add_transform(ControlsTranslated)
+    app.add_transform(PrintedTranslated)
     app.add_search_language(ChineseSearch)
     app.connect("config-inited", _chinese_settings)
     app.connect("builder-inited", _own_output_folder, priority=600)
