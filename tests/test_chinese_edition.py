@@ -414,3 +414,18 @@ def test_every_checked_claim_is_chinese_and_keeps_its_numbers(twins):
             assert sorted(NUMBER.findall(zh)) == numbers, (name, en, zh)
         count += len(claims[0])
     assert count > 200, count
+
+
+def test_the_search_keeps_the_course_terms_whole():
+    """Sphinx's Chinese search indexes the words jieba cuts (and each
+    character); with the course's words list (``SEARCH_WORDS``) each term
+    is a word of its own, so a search for it finds it as typed."""
+    import jieba
+
+    path = extension("chinese_edition").SEARCH_WORDS
+    terms = path.read_text(encoding="utf-8").split()
+    assert {"参数量", "不同的输出", "多头注意力"} <= set(terms)
+    jieba.load_userdict(str(path))
+    for term in terms:
+        words = list(jieba.cut_for_search(f"本章说{term}，然后"))
+        assert term in words, f"{term}: {'/'.join(words)}"

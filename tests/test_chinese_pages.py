@@ -52,10 +52,12 @@ def test_no_chinese_page_is_cut_off_at_phone_width(site, on_a_phone):
 
 def test_chinese_search_finds_words(site, browser):
     """Sphinx splits Chinese text into words (with jieba): a search for
-    多头注意力 finds the pages about it, a single word too, and single
-    characters (头 "head", 键 "key")."""
+    多头注意力 finds the pages about it, a single word too, the course's
+    terms (参数量 "parameter count", 不同的输出 "different outputs", kept
+    whole by locale/zh_CN/search_words.txt) and single characters (头
+    "head", 键 "key")."""
     base, _ = site
-    for query in ("多头注意力", "剪枝", "头", "键"):
+    for query in ("多头注意力", "剪枝", "参数量", "不同的输出", "头", "键"):
         page, script_errors = visit(
             browser, urljoin(base, f"{CHINESE}search.html?q={quote(query)}")
         )
