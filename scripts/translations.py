@@ -110,9 +110,9 @@ def update():
 
 
 def catalog_characters():
-    """Every character of every translation."""
+    """Every character of every translation, the outputs' catalog's too."""
     characters = set()
-    for path in LOCALE.rglob("*.po"):
+    for path in LOCALE.parent.rglob("*.po"):
         with open(path, "rb") as file:
             for message in read_po(file):
                 characters.update(message.string or "")
