@@ -282,6 +282,24 @@ def _offer_executed(app, exception):
     logger.info(f"executed_downloads: {offered} chapters offered with outputs")
 
 
+def no_markdown_download(app, pagename, templatename, context, doctree):
+    """A page written in Markdown offers no download of its source: the
+    source is MyST (glued numbers, terms, directives), which a Markdown
+    viewer shows as written, and English on the Chinese pages. Its print
+    to PDF stays; a chapter's download is its notebook (above)."""
+    if context.get("page_source_suffix") != ".md":
+        return
+    for group in context.get("header_buttons", []):
+        if group.get("label") == "download-buttons":
+            group["buttons"] = [
+                button
+                for button in group["buttons"]
+                if button.get("label") != "download-source-button"
+            ]
+
+
 def setup(app):
     app.connect("build-finished", _offer_executed)
+    # after the theme has made its buttons (priority 501)
+    app.connect("html-page-context", no_markdown_download, priority=502)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
