@@ -189,6 +189,8 @@ def plain_chapter(notebook, extras, edition, catalog=None):
                 output["data"]["image/png"] = renderings["zh"]
             if edition == "zh":
                 outputs_in_chinese(output.get("data", {}))
+            if edition == "zh" and output.get("output_type") == "stream":
+                output["text"] = printed_in_chinese(output["text"])
         if cell.cell_type != "markdown":
             continue
         text = (
@@ -204,9 +206,18 @@ def plain_chapter(notebook, extras, edition, catalog=None):
     return notebook
 
 
+def printed_in_chinese(text):
+    """What a chapter printed, as the Chinese pages show it."""
+    from chinese_edition import HEADERS, catalog_file
+    from chinese_edition import printed_in_chinese as in_chinese
+
+    return in_chinese(text, catalog_file(HEADERS))
+
+
 def outputs_in_chinese(data):
     """An output's words in Chinese, as the Chinese pages show them: the
-    cells of a printed table, a folded list of claims."""
+    cells of a printed table, a folded list of claims (what it printed:
+    :func:`printed_in_chinese`)."""
     from chinese_edition import (
         HEADERS,
         catalog_file,
