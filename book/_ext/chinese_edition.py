@@ -409,8 +409,9 @@ class PrintedTranslated(SphinxTransform):
             return
         words = catalog_file(HEADERS)
         for block in list(self.document.findall(nodes.literal_block)):
-            classes = block.get("classes", [])
-            if not {"stream", "text_plain"} & set(classes):
+            # what the code printed; a value's text/plain stands for its
+            # richer forms (a table, a figure), which the page shows instead
+            if "stream" not in block.get("classes", []):
                 continue
             if not _is_output(block):
                 continue
