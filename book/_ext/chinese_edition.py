@@ -511,19 +511,32 @@ class ControlsTranslated(SphinxTransform):
         return word
 
 
+SLANTED_TITLE_PADDING = 10  # pixels; Vega-Lite's default is 4
+
+
 def spec_in_chinese(spec, words, docname=None):
     """What an interactive figure draws besides its titles and controls, in
     Chinese, from ``words``: the label expressions' words ("head " + a
     number), its description (read aloud), the legends' labels (a nominal
     field's words: chunked, wide); a legend, axis or tooltip that shows its
     field's name gets the name as its title, which
-    :class:`ControlsTranslated` then translates."""
+    :class:`ControlsTranslated` then translates; an axis title under
+    slanted labels is set further from them."""
     for part in _parts(spec):
         for box in part.values():
             if isinstance(box, dict) and isinstance(box.get("labelExpr"), str):
                 box["labelExpr"] = _literals_in_chinese(
                     box["labelExpr"], words, docname
                 )
+        axis = part.get("axis")
+        if (
+            isinstance(axis, dict)
+            and axis.get("labelAngle")
+            and (part.get("title"))
+        ):
+            # a Chinese title rises higher than a Latin one: room between it
+            # and the slanted labels' ends, which it touched
+            axis.setdefault("titlePadding", SLANTED_TITLE_PADDING)
         if isinstance(part.get("description"), str):
             part["description"] = in_chinese(
                 part["description"], words, "a figure's description", docname
