@@ -323,6 +323,63 @@ def test_a_message_of_prose_without_its_translation_is_found():
     assert chinese.untranslated(doctree, translated) == [missing]
 
 
+def test_what_a_chapter_printed_is_translated_with_its_numbers():
+    """Line by line (a module's repr stays), or whole where the catalog has
+    the whole output; a run's provenance from its pattern."""
+    chinese = extension("chinese_edition")
+    words = {
+        "{} heads removed": "移除 {} 个头",
+        "largest difference: {}e-{}": "最大差异：{}e-{}",
+        "one sentence\nover {} lines": "一句话\n占 {} 行",
+    }
+    printed = (
+        "36 heads removed\n"
+        "  (q_proj): Linear(in_features=384, out_features=384, bias=True)\n"
+        "largest difference: 1.6e-07\n"
+        "python3 scripts/ch5_experiment.py: 241 minutes on x86_64 (cpu)\n"
+    )
+    assert chinese.printed_in_chinese(printed, words) == (
+        "移除 36 个头\n"
+        "  (q_proj): Linear(in_features=384, out_features=384, bias=True)\n"
+        "最大差异：1.6e-07\n"
+        "python3 scripts/ch5_experiment.py：在 x86_64（cpu）上运行 241 分钟\n"
+    )
+    whole = chinese.printed_in_chinese("one sentence\nover 2 lines\n", words)
+    assert whole == "一句话\n占 2 行\n"
+
+
+def test_an_interactive_figures_legends_and_field_names_are_translated():
+    chinese = extension("chinese_edition")
+    words = {"chunked": "分块", "head": "头", "Same weights": "权重相同"}
+    spec = {
+        "description": "Same weights",
+        "encoding": {
+            "color": {
+                "field": "kind",
+                "type": "nominal",
+                "scale": {"domain": ["chunked", "h = 1"]},
+            },
+            "x": {"field": "key", "axis": {"labelAngle": -60}},
+            "tooltip": [{"field": "head_dim"}, {"field": "seed"}],
+        },
+        "facet": {"header": {"labelExpr": "'head ' + datum.value"}},
+    }
+    chinese.spec_in_chinese(spec, words)
+    color = spec["encoding"]["color"]
+    assert color["legend"]["labelExpr"] == (
+        'datum.label == "chunked" ? "分块" : datum.label'
+    )
+    # the field's name, shown as the legend's title, for the catalog
+    assert color["title"] == "kind"
+    assert spec["encoding"]["x"]["axis"]["titlePadding"] > 4
+    assert spec["encoding"]["tooltip"] == [
+        {"field": "head_dim"},  # a code name stays
+        {"field": "seed", "title": "seed"},
+    ]
+    assert spec["facet"]["header"]["labelExpr"] == "'头 ' + datum.value"
+    assert spec["description"] == "权重相同"
+
+
 def test_the_labels_of_folds_are_translated_with_their_number():
     chinese = extension("chinese_edition")
     assert chinese.translate_label("Show the checks") == "显示检验代码"

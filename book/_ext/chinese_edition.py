@@ -529,11 +529,7 @@ def spec_in_chinese(spec, words, docname=None):
                     box["labelExpr"], words, docname
                 )
         axis = part.get("axis")
-        if (
-            isinstance(axis, dict)
-            and axis.get("labelAngle")
-            and (part.get("title"))
-        ):
+        if isinstance(axis, dict) and axis.get("labelAngle"):
             # a Chinese title rises higher than a Latin one: room between it
             # and the slanted labels' ends, which it touched
             axis.setdefault("titlePadding", SLANTED_TITLE_PADDING)
