@@ -182,30 +182,3 @@ def test_no_page_loads_a_script_or_a_style_from_another_host(built_book):
         if hits:
             found[str(page.relative_to(built_book))] = hits[:2]
     assert not found, f"pages that load from another host: {found}"
-
-
-def test_a_markdown_page_offers_no_download_of_its_myst_source():
-    from support import extension
-
-    def buttons(suffix):
-        context = {
-            "page_source_suffix": suffix,
-            "header_buttons": [
-                {
-                    "label": "download-buttons",
-                    "buttons": [
-                        {"label": "download-source-button"},
-                        {"label": "download-pdf-button"},
-                    ],
-                }
-            ],
-        }
-        downloads = extension("executed_downloads")
-        downloads.no_markdown_download(None, "page", None, context, None)
-        return [b["label"] for b in context["header_buttons"][0]["buttons"]]
-
-    assert buttons(".md") == ["download-pdf-button"]
-    assert buttons(".ipynb") == [
-        "download-source-button",
-        "download-pdf-button",
-    ]

@@ -503,3 +503,28 @@ def test_a_table_cell_goes_into_chinese_whole_or_by_its_parts():
     assert cell("advmod", words) == "advmod"  # a label that stays
     assert cell("0.5 / 0.7", words) == "0.5 / 0.7"  # numbers only
     assert cell("standard 1 of 3 seeds; a new phrase", words) is None
+
+
+def test_a_markdown_page_offers_no_download_of_its_myst_source():
+    def buttons(suffix):
+        context = {
+            "page_source_suffix": suffix,
+            "header_buttons": [
+                {
+                    "label": "download-buttons",
+                    "buttons": [
+                        {"label": "download-source-button"},
+                        {"label": "download-pdf-button"},
+                    ],
+                }
+            ],
+        }
+        downloads = extension("executed_downloads")
+        downloads.no_markdown_download(None, "page", None, context, None)
+        return [b["label"] for b in context["header_buttons"][0]["buttons"]]
+
+    assert buttons(".md") == ["download-pdf-button"]
+    assert buttons(".ipynb") == [
+        "download-source-button",
+        "download-pdf-button",
+    ]
