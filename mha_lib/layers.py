@@ -25,6 +25,12 @@ from .spec import AttentionSpec
 def layer_for(spec):
     """The module a spec describes: a :class:`ChunkedAttention` or a
     :class:`MultiHeadAttention`."""
+    if not isinstance(spec, AttentionSpec):
+        raise TypeError(
+            "layer_for takes an AttentionSpec, got "
+            f"{type(spec).__name__} {spec!r}; for a kind the book names: "
+            "layer_for(AttentionSpec.named(kind, d_model, num_heads))"
+        )
     return (ChunkedAttention if spec.chunked else MultiHeadAttention)(spec)
 
 

@@ -657,6 +657,9 @@ def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
     assert isinstance(mha_lib.layer_for(spec), mha_lib.MultiHeadAttention)
     chunked = mha_lib.AttentionSpec(16, 4, chunked=True)
     assert type(mha_lib.layer_for(chunked)) is mha_lib.ChunkedAttention
+    for wrong in ("standard", 64, None):  # a kind's name is not its spec
+        with pytest.raises(TypeError, match="layer_for takes an AttentionS"):
+            mha_lib.layer_for(wrong)
     with pytest.raises(ValueError, match="describes a chunked layer"):
         mha_lib.MultiHeadAttention(chunked)
     with pytest.raises(

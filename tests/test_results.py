@@ -1,8 +1,12 @@
 """Stored results: provenance, resuming a stopped run, the shipped files."""
 
 import json
+import re
+import subprocess
+import sys
 
 import pytest
+from support import ROOT
 
 from mha_lib.course import results
 
@@ -225,8 +229,6 @@ def test_a_gathered_run_records_where_its_parts_ran(tmp_path):
 
 
 def test_a_stored_run_says_whether_it_ran_with_the_locked_versions():
-    from support import ROOT
-
     lock = (ROOT / "requirements.lock").read_text()
     assert f"torch=={results.LOCKED['torch']}" in lock
     record = {
@@ -265,3 +267,46 @@ def test_a_run_from_another_folder_records_the_command_from_the_root(
     assert command == "python3 scripts/ch7_long.py --threads 1"
     monkeypatch.setattr("sys.argv", [str(tmp_path / "mine.py")])
     assert results._command_line() == f"python3 {tmp_path / 'mine.py'}"
+
+
+@pytest.mark.parametrize(
+    "arguments, words",
+    [
+        (["--worker", "30", "--workers", "2"], "lie in 0 to 1 .* got 30"),
+        (["--worker", "-1", "--workers", "2"], "lie in 0 to 1 .* got -1"),
+        (["--worker", "0", "--workers", "0"], "at least 1, got 0"),
+        (["--workers", "3"], "needs --worker I"),
+    ],
+)
+def test_a_worker_outside_the_run_is_refused(
+    arguments, words, monkeypatch, capsys
+):
+    """``--worker 30 --workers 2`` once exited having trained nothing and
+    ``--worker -1`` trained the last part: every long run refuses them."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    import ch7_experiment
+
+    monkeypatch.setattr(sys, "argv", ["ch7_powered.py", *arguments])
+    with pytest.raises(SystemExit) as exit:
+        ch7_experiment.shared_run_arguments("A long run.")
+    assert exit.value.code == 2
+    assert re.search(words, capsys.readouterr().err)
+
+
+def test_the_experiments_own_command_refuses_a_worker_outside_it():
+    run = subprocess.run(
+        [
+            sys.executable,
+            "scripts/ch7_experiment.py",
+            "--worker",
+            "30",
+            "--workers",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2, run.stderr
+    assert "--worker must lie in 0 to 1 (--workers 2), got 30" in run.stderr
