@@ -17,6 +17,7 @@ import math
 import torch
 from torch import nn
 
+from .attention import default_scale
 from .checks import check_instance, check_positive_int, check_tensor
 from .layers import MultiHeadAttention, PerHeadAttention
 
@@ -138,11 +139,11 @@ def to_torch(layer):
             "head_dim == d_model, "
             f"num_kv_heads == num_heads); got {layer.spec.sizes}"
         )
-    default_scale = layer.spec.head_dim**-0.5
-    if not math.isclose(layer.spec.logit_scale, default_scale):
+    torch_scale = default_scale(layer.spec.head_dim)
+    if not math.isclose(layer.spec.logit_scale, torch_scale):
         raise ValueError(
             "nn.MultiheadAttention always scales the logits by 1 / "
-            f"sqrt(head_dim) = {default_scale:.6g}, and this layer uses "
+            f"sqrt(head_dim) = {torch_scale:.6g}, and this layer uses "
             f"scale={layer.spec.logit_scale:.6g}, so torch's layer would "
             "compute another function. Keep the mha_lib layer, or fold the "
             "scale into the queries first: multiply q_proj's weight and bias "
