@@ -124,3 +124,5 @@ def test_a_spread_refuses_what_is_not_a_number(bad):
         spread([0.3, bad, 0.5])
     with pytest.raises(ValueError, match="finite numbers"):
         spread([])
+    with pytest.raises(ValueError, match="must be finite, got"):
+        signed(bad)

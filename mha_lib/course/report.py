@@ -145,7 +145,10 @@ def signed(value, digits=3):
 
 def _rounded(value, digits):
     """``value`` to ``digits`` decimals, a negative that rounds to zero
-    written as zero ("0.000", not "-0.000")."""
+    written as zero ("0.000", not "-0.000"); NaN or infinity, no number to
+    report, is refused."""
+    if not math.isfinite(value):
+        raise ValueError(f"a reported number must be finite, got {value}")
     text = f"{value:.{digits}f}"
     return text.lstrip("-") if float(text) == 0 else text
 
