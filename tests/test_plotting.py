@@ -12,7 +12,7 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
 from support import NOTEBOOKS as CHAPTERS  # noqa: E402
-from support import ROOT  # noqa: E402
+from support import ROOT, first_code_cell  # noqa: E402
 
 from mha_lib.course import plotting  # noqa: E402
 
@@ -230,11 +230,6 @@ print("ok")
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda path: path.name)
 def test_every_chapter_that_draws_applies_the_book_style_when_it_sets_up(path):
-    notebook = json.loads(path.read_text())
-    first = next(
-        "".join(c["source"])
-        for c in notebook["cells"]
-        if c["cell_type"] == "code"
-    )
+    first = first_code_cell(path)
     if "mha_lib.course.plotting" in first:
         assert "\nuse_book_style()" in first, path.name
