@@ -42,6 +42,7 @@ from mha_lib.course.language_training import (
     held_out_bits,
     train_language_models,
 )
+from mha_lib.course.statistics import best_rate
 from mha_lib.spec import AttentionSpec
 
 CONTEXT, BATCH, STEPS, EVERY = 64, 32, 1500, 150
@@ -195,6 +196,13 @@ def curves(corpus, validation, name, seeds, rates, device, steps):
     return [{k: v for k, v in r.items() if k != "train"} for r in records]
 
 
+def tuned_rate(tuning):
+    """The rate whose tuning run (one record per rate) ends lowest on
+    held-out text; a run that diverged (NaN) ranks last, wherever it
+    stands (``min`` would keep a NaN that came first)."""
+    return best_rate({r["lr"]: [r["held_out"][-1]] for r in tuning})
+
+
 def run_variant(corpus, validation, spec, num_layers, device):
     """Every seed at every rate, together: one record per run, the chosen rate
     (seed 0's best) and the models of seeds 1 to 5 at it."""
@@ -211,7 +219,7 @@ def run_variant(corpus, validation, spec, num_layers, device):
         STEPS,
     )
     tuning = [r for r in records if r["seed"] == TUNING_SEED]
-    chosen = min(tuning, key=lambda r: r["held_out"][-1])["lr"]
+    chosen = tuned_rate(tuning)
     models = [
         model
         for (model, _), (seed, lr) in zip(runs, pairs)

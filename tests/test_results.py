@@ -310,3 +310,22 @@ def test_the_experiments_own_command_refuses_a_worker_outside_it():
     )
     assert run.returncode == 2, run.stderr
     assert "--worker must lie in 0 to 1 (--workers 2), got 30" in run.stderr
+
+
+def test_chapter_7s_rate_choice_ranks_a_diverged_run_last(monkeypatch):
+    """The tuning seed's rate is chosen as the stored runs chose it, and a
+    run whose held-out loss is NaN is never chosen (``min`` kept a NaN that
+    came first)."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    from ch7_experiment import TUNING_SEED, tuned_rate
+
+    nan = float("nan")
+    runs = [
+        {"lr": rate, "held_out": [2.4, loss]}
+        for rate, loss in ((1e-3, nan), (3e-3, 2.0), (1e-2, 2.5))
+    ]
+    for order in (runs, runs[::-1], runs[1:] + runs[:1]):
+        assert tuned_rate(order) == 3e-3
+    for variant in results.load("ch7_experiment")["data"]["variants"]:
+        tuning = [r for r in variant["runs"] if r["seed"] == TUNING_SEED]
+        assert tuned_rate(tuning) == variant["chosen_lr"], variant["variant"]
