@@ -29,6 +29,7 @@ from ch7_experiment import (
     TUNING_SEED,
     curves,
     shared_run_arguments,
+    tuned_rate,
 )
 
 import mha_lib
@@ -116,7 +117,7 @@ def main():
         tried = [around / 2, around, around * 2]
         while True:
             tuning = runs(name, [TUNING_SEED] * len(tried), tried)
-            best = min(tuning, key=lambda r: r["held_out"][-1])["lr"]
+            best = tuned_rate(tuning)
             if best == tried[0]:
                 tried = [best / 2, *tried]
             elif best == tried[-1]:

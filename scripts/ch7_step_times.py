@@ -62,7 +62,7 @@ def main():
             for name, values in times.items()
         },
     }
-    path = results.save(
+    path, _ = results.save(
         "ch7_step_times", data, device=device, seconds=time.time() - begun
     )
     print(f"wrote {path}")

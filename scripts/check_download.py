@@ -36,7 +36,9 @@ from pathlib import Path
 import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-DOWNLOADS = ROOT / "_build" / "html" / "_sources" / "notebooks"
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from build_paths import DOWNLOADS  # noqa: E402
+
 PREINSTALLED = [
     "torch==2.13.0",
     "numpy",

@@ -16,7 +16,8 @@ every layer of those runs, and every wide layer at its budget of equal FLOPs,
 is trained again on the new seeds, at the learning rate the stored tuning seeds
 chose, by ``scripts/ch5_experiment.py``'s and ``ch5_budgets.py``'s own
 functions, and the chapter reads them from a copy of the file
-(``RESULTS_FOLDER``) in which they replace the reported seeds. Those trainings
+(``RESULTS_FOLDER``) in which they replace the reported seeds, checked against
+the SHA-256 this run wrote them with (``RESULTS_SHA256``). Those trainings
 are kept in a partial file, so a run that stops resumes. Settings reach a
 chapter in the open: a cell with their values is added after the chapter's cell
 tagged ``parameters`` (papermill's convention), ``KEEP_GOING = True`` among
@@ -112,8 +113,10 @@ def run_chapter(path, parameters):
 
 
 def ch5_on_new_seeds(seeds, folder, device):
-    """Chapter 5's results file with every long-run layer trained again on
-    ``seeds`` at its chosen rate, in place of the reported seeds."""
+    """Chapter 5's results files with every long-run layer trained again on
+    ``seeds`` at its chosen rate, in place of the reported seeds, written to
+    ``folder``; returns their SHA-256 (``{name: digest}``), which the chapter
+    checks them against."""
     stored = results.load("ch5_experiment")
     data = stored["data"]
     settings = data["settings"]
@@ -139,7 +142,7 @@ def ch5_on_new_seeds(seeds, folder, device):
         )
     data = dict(data, long=new_long)
     data["settings"] = dict(settings, reported_seeds=seeds)
-    results.save(
+    written = results.save(
         "ch5_experiment",
         data,
         device=device,
@@ -153,13 +156,16 @@ def ch5_on_new_seeds(seeds, folder, device):
     budgets["budgets"] = ch5_budgets.budgets(
         stored["data"]["long"], seeds, device, parts
     )
-    results.save(
-        "ch5_budgets",
-        budgets,
-        device=device,
-        seconds=parts.seconds,
-        folder=folder,
-    )
+    return {
+        "ch5_experiment": written.sha256,
+        "ch5_budgets": results.save(
+            "ch5_budgets",
+            budgets,
+            device=device,
+            seconds=parts.seconds,
+            folder=folder,
+        ).sha256,
+    }
 
 
 def layer_sizes(record):
@@ -232,8 +238,10 @@ def main():
             continue
         parameters = {"SEEDS": seeds}
         if chapter == 5:
-            ch5_on_new_seeds(seeds, work, device)
-            parameters = {"RESULTS_FOLDER": str(work)}
+            parameters = {
+                "RESULTS_FOLDER": str(work),
+                "RESULTS_SHA256": ch5_on_new_seeds(seeds, work, device),
+            }
         new = run_chapter(CHAPTERS[chapter], parameters)
         own = None if args.only_new else run_chapter(CHAPTERS[chapter], {})
         rows += compare(chapter, own, new)

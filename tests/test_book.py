@@ -7,7 +7,7 @@ import re
 
 import pytest
 import yaml
-from support import NOTEBOOKS, ROOT
+from support import NOTEBOOKS, ROOT, first_code_cell
 
 
 def config():
@@ -46,12 +46,7 @@ def test_notebook_is_stored_without_outputs(path):
 def test_first_code_cell_installs_mha_lib_and_picks_device(
     path,
 ):
-    notebook = json.loads(path.read_text())
-    first = next(
-        "".join(c["source"])
-        for c in notebook["cells"]
-        if c["cell_type"] == "code"
-    )
+    first = first_code_cell(path)
     url = config()["repository"]["url"]
     published = url != _set_repository().PLACEHOLDER
     assert (
@@ -96,12 +91,7 @@ def imported_modules(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_first_code_cell_installs_only_the_extras_the_chapter_imports(path):
-    notebook = json.loads(path.read_text())
-    first = next(
-        "".join(c["source"])
-        for c in notebook["cells"]
-        if c["cell_type"] == "code"
-    )
+    first = first_code_cell(path)
     imported = imported_modules(path)
     wanted = [e for e, (asks, _) in EXTRAS.items() if asks & imported]
     (asked,) = re.findall(r"mha-lib\[([\w,]+)\]", first)

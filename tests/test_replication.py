@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from support import ROOT
 
 from mha_lib.course import replication
@@ -170,3 +171,28 @@ def test_a_paired_verdict_says_which_side_of_zero_its_interval_lies():
         level=replication.VERDICT_CONFIDENCE,
     )
     assert "seeds 200-209 (95% intervals)" in table.data
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_no_verdict_or_share_is_drawn_from_what_is_not_a_number(bad):
+    scores = [2.0, 3.0, 4.0, 3.0]
+    with pytest.raises(
+        ValueError, match=r"first must be finite.*1.0, (nan|inf)"
+    ):
+        replication.paired_verdict([1.0, bad, 3.0, 2.0], scores)
+    with pytest.raises(ValueError, match="second must be finite"):
+        replication.paired_verdict(scores, [bad] * 4)
+    with pytest.raises(ValueError, match="interval runs from low to high"):
+        replication.side_of_zero(float("nan"), 0.1)
+    # bool(nan) is True: a NaN among the flags is refused, not counted
+    with pytest.raises(ValueError, match=r"True or False.*got \[nan\]"):
+        Share.of([True, float("nan"), False])
+    assert Share.of(torch.tensor([True, False, True])) == Share(2, 3)
+    for count, total in ((bad, 4), (1, bad)):
+        with pytest.raises(TypeError, match="whole number of seeds"):
+            Share(count, total)
+    with pytest.raises(ValueError, match="0 <= successes <= trials"):
+        Share(5, 4)
+    for check in (Share(3, 4).at_least, Share(30, 40).at_most):
+        with pytest.raises(ValueError, match=r"fraction in \[0, 1\]"):
+            check(bad)

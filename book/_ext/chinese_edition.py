@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from build_paths import CACHE
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.search.zh import SearchChinese
@@ -58,7 +59,7 @@ def build(outdir, builder="html", language="en", srcdir=ROOT, **options):
         "external_toc_path": (srcdir / "_toc.yml").as_posix(),
         "latex_individualpages": False,
         "language": language,
-        "nb_execution_cache_path": str(srcdir / "_build" / ".jupyter_cache"),
+        "nb_execution_cache_path": str(srcdir / CACHE.relative_to(ROOT)),
         **options.pop("overrides", {}),
     }
     return build_sphinx(

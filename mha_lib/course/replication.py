@@ -17,6 +17,8 @@ asserts.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 from . import report, results
@@ -70,13 +72,24 @@ class Share:
     count: int
     total: int
 
+    def __post_init__(self):
+        wilson_interval(self.count, self.total)  # whole numbers, in order
+
     @classmethod
     def of(cls, flags):
-        """The share of true values among ``flags`` (one per seed)."""
-        flags = [bool(flag) for flag in flags]
+        """The share of true values among ``flags`` (one per seed): each
+        True or False (1 or 0); NaN, which ``bool`` would count as true, is
+        refused with the rest."""
+        flags = list(flags)
+        odd = [flag for flag in flags if not _is_flag(flag)]
+        if odd:
+            raise ValueError(
+                f"a share counts True or False, one per seed, got {odd[:4]} "
+                "(NaN: a diverged run? compare its loss first)"
+            )
         if not flags:
             raise ValueError("a share of no seeds is undefined")
-        return cls(sum(flags), len(flags))
+        return cls(sum(bool(flag) for flag in flags), len(flags))
 
     @property
     def fraction(self):
@@ -91,6 +104,7 @@ class Share:
         the observed share reaches it; with fewer than :data:`FEW` seeds,
         which can refute such a claim but not establish it, it is enough
         that the interval reaches it."""
+        _check_fraction(fraction)
         if self.total < FEW:
             return self.interval[1] >= fraction
         return self.fraction >= fraction
@@ -98,6 +112,7 @@ class Share:
     def at_most(self, fraction):
         """Whether these seeds bear out "the rate is at most ``fraction``"
         (with fewer than :data:`FEW` seeds: the interval reaches it)."""
+        _check_fraction(fraction)
         if self.total < FEW:
             return self.interval[0] <= fraction
         return self.fraction <= fraction
@@ -110,11 +125,28 @@ class Share:
         )
 
 
+def _is_flag(flag):
+    """Whether ``flag`` is True or False (or 1 or 0, a bool tensor's
+    element): NaN equals neither."""
+    try:
+        return flag in (True, False)
+    except (TypeError, RuntimeError, ValueError):  # an array of several
+        return False
+
+
+def _check_fraction(fraction):
+    if not (isinstance(fraction, numbers.Real) and 0 <= fraction <= 1):
+        raise ValueError(
+            f"a share is compared with a fraction in [0, 1], got {fraction!r}"
+        )
+
+
 def paired_verdict(first, second):
     """``first`` minus ``second``, paired lists of scores where lower is
     better, judged alone at :data:`VERDICT_CONFIDENCE`: ``(word, (mean, low,
     high))``, the word ``worse`` where the paired interval lies above zero,
-    ``better`` where below, else ``not resolved``."""
+    ``better`` where below, else ``not resolved``. A score that is NaN or
+    infinite (a diverged run) is no score to judge: ``ValueError``."""
     mean, low, high = paired_t_interval(
         first, second, confidence=VERDICT_CONFIDENCE
     )
@@ -124,7 +156,11 @@ def paired_verdict(first, second):
 def side_of_zero(low, high):
     """The verdict an interval of ``first - second`` (lower is better) gives:
     ``worse`` wholly above zero, ``better`` wholly below, else ``not
-    resolved``."""
+    resolved``; an end that is NaN is refused."""
+    if math.isnan(low) or math.isnan(high) or low > high:
+        raise ValueError(
+            f"an interval runs from low to high, got ({low}, {high})"
+        )
     return "worse" if low > 0 else "better" if high < 0 else "not resolved"
 
 

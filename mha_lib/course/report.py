@@ -8,6 +8,7 @@ code; the visible cells stay the experiment.
 """
 
 import html
+import math
 import statistics
 
 
@@ -120,8 +121,14 @@ class ClaimLog:
 
 def spread(values, digits=3):
     """``median m (min to max)`` of some numbers, as text ("to", not a dash,
-    which would read as a minus sign before a negative maximum)."""
+    which would read as a minus sign before a negative maximum). NaN or
+    infinity, which has no place among them, is refused."""
     values = list(values)
+    if not values or not all(math.isfinite(v) for v in values):
+        raise ValueError(
+            f"spread needs finite numbers, got {values[:8]} (a diverged "
+            "run? report how many diverged apart)"
+        )
     low, middle, high = (
         _rounded(v, digits)
         for v in (min(values), statistics.median(values), max(values))
@@ -138,7 +145,10 @@ def signed(value, digits=3):
 
 def _rounded(value, digits):
     """``value`` to ``digits`` decimals, a negative that rounds to zero
-    written as zero ("0.000", not "-0.000")."""
+    written as zero ("0.000", not "-0.000"); NaN or infinity, no number to
+    report, is refused."""
+    if not math.isfinite(value):
+        raise ValueError(f"a reported number must be finite, got {value}")
     text = f"{value:.{digits}f}"
     return text.lstrip("-") if float(text) == 0 else text
 
