@@ -10,4 +10,8 @@ CACHE = BUILD / ".jupyter_cache"  # the chapters' runs, as the build reads them
 DOWNLOADS = HTML / "_sources" / "notebooks"  # each chapter as downloaded
 TEMPLATES = BUILD / "gettext"  # every page's messages, to translate
 TEMPLATE_DOCTREES = BUILD / ".doctrees-gettext"  # the build that writes them
-SCREENSHOTS = BUILD / "screenshots"  # the browser test's, where asked for
+# the test command's own build (tests/book_session.py): the same command with
+# --path-output TEST_OUTPUT, so that the README's _build is left alone
+TEST_OUTPUT = ROOT / "_build-tests"
+TEST_BUILD = TEST_OUTPUT / "_build"
+SCREENSHOTS = TEST_BUILD / "screenshots"  # the browser test's, where asked for
