@@ -29,6 +29,7 @@ import argparse
 import json
 import math
 
+import checkout  # this checkout's mha_lib, first
 import torch
 import torch.nn.functional as F
 
@@ -174,14 +175,14 @@ def shared_run_arguments(doc, *switches):
     from the I-th); ``switches``, ``(name, help)`` of the run's own on/off
     options."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=1)
+    checkout.add_threads(parser)
     parser.add_argument("--worker", type=int, default=None)
     parser.add_argument("--workers", type=int, default=1)
     for name, help in switches:
         parser.add_argument(name, action="store_true", help=help)
     args = parser.parse_args()
     check_workers(parser, args)
-    torch.set_num_threads(args.threads)
+    checkout.use_threads(args.threads)
     return args
 
 

@@ -23,6 +23,7 @@ all done, names the others ``unfinished`` and keeps the partial file, from
 which a later run goes on.
 """
 
+import checkout  # noqa: F401  (this checkout's mha_lib, first)
 from ch7_experiment import (
     CONTEXT,
     EVERY,

@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 
+import checkout  # this checkout's mha_lib, first
 from replicate import run_chapter
 
 from mha_lib.course import results
@@ -26,7 +27,10 @@ NOTEBOOKS = {"ch4_models": "04_heads_differ.ipynb"}
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("name", choices=sorted(NOTEBOOKS))
-    name = parser.parse_args().name
+    checkout.add_threads(parser)
+    args = parser.parse_args()
+    checkout.use_threads(args.threads)
+    name = args.name
     for suffix in (".json", ".pt"):
         (results.FOLDER / f"{name}{suffix}").unlink(missing_ok=True)
     path = results.FOLDER.parent.parent / "notebooks" / NOTEBOOKS[name]

@@ -339,10 +339,20 @@ def test_random_draws_are_made_on_the_cpu():
     assert random_draws_on_a_device("torch.randn(3, device=d)"), "the check"
 
 
+SCALE = re.compile(r"^\*Scale:\* .*$", re.M)
+
+
+def answer_body(text):
+    """An answer's text after its title and before its Evidence line, less
+    its Scale line."""
+    text = text.split("*Evidence:*")[0].split("\n", 1)[1]  # after the title
+    return SCALE.sub("", text)
+
+
 def answer_words(text):
     """The words of an answer before its Evidence line, a glued number or a
-    term counting as one word."""
-    text = text.split("*Evidence:*")[0].split("\n", 1)[1]  # after the title
+    term counting as one word; its Scale line does not count."""
+    text = answer_body(text)
     text = re.sub(r"\{glue:text\}`[^`]*`", "N", text)
     text = re.sub(r"\{term\}`([^<`]*)(<[^>]*>)?`", r"\1", text)
     return re.findall(r"\S+", text.replace("*", ""))
@@ -357,10 +367,50 @@ def test_every_answer_opens_with_a_bold_verdict_and_stays_short():
         assert first < 30, f"Q{number}: a first sentence of {first + 1} words"
         assert len(words) <= 150, f"Q{number}: {len(words)} words"
         # the verdict in bold, then at most three numbers from the runs
-        body = text.split("*Evidence:*")[0].split("\n", 1)[1].lstrip()
+        body = answer_body(text).lstrip()
         assert body.startswith("**"), f"Q{number}: no verdict in bold"
         numbers = body.count("{glue:text}")
         assert numbers <= 3, f"Q{number}: {numbers} numbers"
+
+
+# glued numbers that no training produced: counted parameters
+UNTRAINED = {"ch5_standard_params_8", "ch5_wide_params_8"}
+TRAINED_CHAPTERS = ("04_", "05_", "06_", "07_")
+
+
+def test_every_answer_that_quotes_a_trained_number_names_its_scale():
+    """A number from a trained model comes with one Scale line under the
+    verdict (task, d_model, layers, context, steps, data, seeds), each of its
+    numbers glued from the runs, none typed in."""
+    answers = (ROOT / "book" / "answers.md").read_text()
+    blocks = re.split(r"^\(q\d+\)=\n## Q(\d+)\. ", answers, flags=re.M)[1:]
+    named = 0
+    for number, text in zip(blocks[::2], blocks[1::2]):
+        text = text.split("*Evidence:*")[0]
+        glued = re.findall(
+            r"\{glue:text\}`\.\./notebooks/([^:]+)::(\w+)", SCALE.sub("", text)
+        )
+        trained = [
+            name
+            for notebook, name in glued
+            if notebook.startswith(TRAINED_CHAPTERS) and name not in UNTRAINED
+        ]
+        scales = SCALE.findall(text)
+        if not trained:
+            assert not scales, f"Q{number}: a Scale line without a number"
+            continue
+        assert len(scales) == 1, f"Q{number} quotes {trained}: no Scale line"
+        named += 1
+        # right under the verdict: its own paragraph after the bold one
+        paragraphs = text.split("\n", 1)[1].strip().split("\n\n")
+        assert SCALE.match(paragraphs[1]), (
+            f"Q{number}: Scale not under verdict"
+        )
+        words = re.sub(r"\{glue:text\}`[^`]*`", "N", scales[0])
+        assert " seeds" in words and "`d_model` N" in words, f"Q{number}"
+        words = re.sub(r"d_model|L6-v2|Chapter \d", "", words)
+        assert not re.search(r"\d", words), f"Q{number}: a typed number"
+    assert named >= 8
 
 
 FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}

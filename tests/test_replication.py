@@ -36,6 +36,36 @@ def test_a_share_is_judged_by_its_count_and_with_few_seeds_by_its_interval():
         Share.of([])
 
 
+def test_a_share_claim_on_few_seeds_is_not_refuted_rather_than_held():
+    """Three seeds can fail "at least 80 %", not establish it: the claim
+    checked on such a bound is recorded, and reported, as not refuted."""
+    from mha_lib.course.report import Claims
+
+    claims = Claims(keep_going=True)
+    claims.check(Share(2, 3).at_least(0.8), "few seeds")
+    claims.check(Share(17, 20).at_least(0.8), "twenty seeds")
+    claims.check(Share(0, 3).at_most(0.3) and 1 < 2, "few seeds, combined")
+    claims.check(Share(3, 3).at_most(0.1), "refuted")
+    assert [replication.outcome(row) for row in claims.log] == [
+        "not refuted",
+        "held",
+        "not refuted",
+        "failed",
+    ]
+    # a row stored before the mark existed was judged on enough seeds
+    assert replication.outcome({"held": True}) == "held"
+
+
+def test_the_claims_without_a_value_are_listed_apart():
+    rows = _stored_rows(4)
+    table = replication.replication_table(4, [row["claim"] for row in rows])
+    valued, bare = table.data.split("| claims without a value to show |")
+    for row in rows:
+        side = valued if row["new_seeds"] is not None else bare
+        claim = row["claim"].replace("|", "\\|")  # escaped in its cell
+        assert f"| {claim} |" in side, claim
+
+
 def test_the_stored_replication_refuses_stale_claims():
     rows = _stored_rows(4)
     assert rows and all(row["held"] for row in rows)
@@ -67,6 +97,17 @@ def test_chapter_4_holds_on_three_new_seeds():
         result.stdout[-3000:] + result.stderr[-2000:]
     )
     assert " 0 failed" in result.stdout
+    # three seeds cannot establish a share claim: it is only not refuted
+    lines = result.stdout.splitlines()
+    assert any(line.endswith("| not refuted") for line in lines)
+    assert not any(
+        "at least 80 % of seeds" in line and line.endswith("| held")
+        for line in lines
+    )
+    apart = lines.index(
+        "Claims without a value to show, on either set of seeds:"
+    )
+    assert all(line.split(" | ")[1] != "—" for line in lines[:apart])
 
 
 def test_a_planted_false_claim_fails_its_chapter_whatever_the_environment():
@@ -196,3 +237,27 @@ def test_no_verdict_or_share_is_drawn_from_what_is_not_a_number(bad):
     for check in (Share(3, 4).at_least, Share(30, 40).at_most):
         with pytest.raises(ValueError, match=r"fraction in \[0, 1\]"):
             check(bad)
+
+
+@pytest.mark.parametrize("seeds", ["200-209", "300-309"])
+def test_chapter_7s_replications_store_the_scores_behind_their_verdicts(
+    seeds,
+):
+    """Each stored replication of Chapter 7 holds its runs on the new seeds,
+    and their final scores give again the verdicts it states."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import ch7_replication
+
+    from mha_lib.course import results
+
+    data = results.load(ch7_replication.stored_name(parse_seeds(seeds)))
+    data = data["data"]
+    final = {}
+    for run in data["runs"]:
+        final.setdefault(run["variant"], {})[run["seed"]] = run["held_out"][-1]
+    for (name, reference), row in zip(ch7_replication.CENTRAL, data["claims"]):
+        _, detail = ch7_replication.judged(
+            *([final[n][s] for s in data["seeds"]] for n in (name, reference))
+        )
+        assert detail == row["new_seeds"], (name, reference)
+    assert not list(results.FOLDER.glob("replication-ch7-*.partial.json"))

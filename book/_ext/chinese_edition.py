@@ -267,7 +267,8 @@ class TableWordsTranslated(SphinxTransform):
                     text.parent.replace(text, new)
 
 
-MARKS = (" ✓", " ✗")  # a value's mark: its claim held, or failed
+# a value's mark: its claim held, was not refuted (too few seeds), or failed
+MARKS = (" ✓", " ○", " ✗")
 PARTS = re.compile(r"( / |; )")  # the parts of a cell that holds several
 
 
@@ -297,6 +298,11 @@ CLAIM_LINES = [
     (
         r"✓ (\d+) claims held again, on seeds ([\d-]+)",
         r"✓ \1 条论断在种子 \2 上再次成立",
+    ),
+    (
+        r"✓ (\d+) claims held again, (\d+) not refuted \(○\), on seeds "
+        r"([\d-]+)",
+        r"✓ \1 条论断在种子 \3 上再次成立，\2 条未被推翻（○）",
     ),
 ]
 

@@ -160,10 +160,10 @@ SHIPPED = {
         "80f5a8829898ec0bcd57e05e1af527e229d485ab7e65aed053cccbae3d892b34"
     ),
     "ch7_replication-200-209": (
-        "b0155c8763c6b6d1a96b16b24fb96143e27f472764cb4a95addfd99829567afc"
+        "28b4d75481998ebef920b0e9e7551ea0c9150e7cdd2051b1683d5f9bfa0795b8"
     ),
     "ch7_replication-300-309": (
-        "33d71df3492708c5bbe26594b33b1ba2be5d7feda457af60ad499815eaeff8d4"
+        "139c1e4626f04990a56dc5e1eeb3ba86cbf3fc2cffa764b1fd42a4eecd131f91"
     ),
     "ch7_step_times": (
         "7ada1f64ab9790cb0cd9e9b98a5766640bde7ffb9c70a7ae7e9047da6a7cbb11"
