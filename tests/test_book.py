@@ -56,13 +56,9 @@ def test_first_code_cell_installs_mha_lib_and_picks_device(
         if c["cell_type"] == "code"
     )
     url = config()["repository"]["url"]
-    published = url != _set_repository().PLACEHOLDER
     assert (
-        f'REPOSITORY = "{url}"' if published else "REPOSITORY = None"
+        f'REPOSITORY = "{url}"' if url else "REPOSITORY = None"
     ) in first, f"{path.name} installs from another address than _config.yml"
-    assert _set_repository().PLACEHOLDER not in path.read_text(), (
-        "no notebook names an address the course does not control"
-    )
     assert "pick_device()" in first and "seed_everything(" in first
 
 
@@ -168,9 +164,8 @@ def test_download_installs_the_extras_of_the_chapter(path, tmp_path):
 
 
 def test_buttons_to_the_repository_show_only_for_a_real_address():
-    module = _set_repository()
     settings = config()
-    shown = settings["repository"]["url"] != module.PLACEHOLDER
+    shown = bool(settings["repository"]["url"])
     buttons = {
         "colab_url": settings["launch_buttons"]["colab_url"],
         "binderhub_url": settings["launch_buttons"]["binderhub_url"],
@@ -277,15 +272,14 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     old, changed = set_repository(
         "https://github.com/someone/fork", root=tmp_path
     )
-    assert old == config()["repository"]["url"] and len(changed) == 1 + len(
-        NOTEBOOKS
-    )
+    assert old == (config()["repository"]["url"] or None)
+    assert len(changed) == 1 + len(NOTEBOOKS)
     for path in [
         tmp_path / "_config.yml",
         *(tmp_path / "notebooks").glob("*.ipynb"),
     ]:
         text = path.read_text()
-        assert "https://github.com/someone/fork" in text and old not in text
+        assert "https://github.com/someone/fork" in text
     shown = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert shown["launch_buttons"]["colab_url"], "a real address shows Colab"
     assert shown["html"]["use_repository_button"]
@@ -294,9 +288,15 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     )
     first = "".join(notebook["cells"][1]["source"])
     assert 'REPOSITORY = "https://github.com/someone/fork"' in first
-    set_repository(module.PLACEHOLDER, root=tmp_path)
+    assert set_repository(None, root=tmp_path)[0] == (
+        "https://github.com/someone/fork"
+    )
     for path in (tmp_path / "notebooks").glob("*.ipynb"):
         assert path.read_text() == (ROOT / "notebooks" / path.name).read_text()
+    config_text = (tmp_path / "_config.yml").read_text()
+    assert config_text == (ROOT / "_config.yml").read_text(), (
+        "no address, as before"
+    )
     hidden = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert not hidden["launch_buttons"]["binderhub_url"]
     assert not hidden["html"]["use_issues_button"]
