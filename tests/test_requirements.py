@@ -90,9 +90,12 @@ def test_the_readme_commands_install_the_lock():
 
 
 def test_the_package_carries_its_licences():
-    """The code's licence in the metadata, and every licence file shipped."""
+    """The metadata names every licence of what the wheel carries (the
+    code, the README's prose, the treebank), and every licence file is
+    shipped."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["license"] == "MIT"
+    assert project["license"] == "MIT AND CC-BY-4.0 AND CC-BY-SA-3.0"
+    assert project["authors"] == [{"name": "The course authors"}]
     assert "MIT License" in (ROOT / "LICENSE").read_text()
     for pattern in project["license-files"]:
         assert list(ROOT.glob(pattern)), pattern
