@@ -119,6 +119,27 @@ def installs(download):
     }
 
 
+# what the check prints of each environment: the versions it ran with
+SHOWN = ("torch", "numpy", "matplotlib", "ipywidgets", "matplotlib-inline")
+SHOWN += ("ipykernel", "ipython")
+
+
+def versions(python):
+    """``"torch 2.13.0, numpy 1.23.5, ..."``: the versions of ``SHOWN`` in
+    the environment of ``python``."""
+    script = (
+        "import sys, importlib.metadata as m\n"
+        "print(', '.join(f'{n} {m.version(n)}' for n in sys.argv[1:]))"
+    )
+    result = subprocess.run(
+        [str(python), "-c", script, *SHOWN],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
 def run_chapter(python, download, offline):
     """Run one downloaded chapter in an empty folder: (ok, seconds, error)."""
     with tempfile.TemporaryDirectory() as folder:
@@ -182,6 +203,7 @@ def main():
             started = time.perf_counter()
             python = fresh_environment(Path(folder) / "venv", packages)
             made = time.perf_counter() - started
+            print(f"{name}: {versions(python)}", flush=True)
             ok, seconds, error = run_chapter(python, download, offline)
         failures += not ok
         network = "no network" if offline else "PyPI"
