@@ -80,4 +80,4 @@ __all__ = [
     "to_per_head",
     "to_torch",
 ]
-__version__ = "0.3.0"
+__version__ = "0.4.0"

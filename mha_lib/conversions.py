@@ -17,6 +17,7 @@ import math
 import torch
 from torch import nn
 
+from .attention import default_scale
 from .checks import check_instance, check_positive_int, check_tensor
 from .layers import MultiHeadAttention, PerHeadAttention
 
@@ -33,6 +34,27 @@ def _check_plain(layer, caller):
         raise TypeError(
             f"{caller} needs one layer, and this one holds several seeds' "
             "weights stacked; unstack them into single models first"
+        )
+
+
+def _check_carried(source, carried, caller):
+    """Refuse ``source`` where its ``state_dict`` holds a tensor that is not
+    among ``carried`` (the tensors the conversion copies): a parameter a
+    subclass or a new kind added, say a gate per head, would otherwise be
+    dropped without a word."""
+    carried = {id(tensor) for tensor in carried}
+    left = [
+        name
+        for name, tensor in source.state_dict(keep_vars=True).items()
+        if id(tensor) not in carried
+    ]
+    if left:
+        raise ValueError(
+            f"{caller} would drop {left} of this "
+            f"{type(source).__name__}: it carries only the weights of "
+            f"{caller}'s layers (query, key, value and output projections); "
+            "convert a layer with more parameters by hand, or teach the "
+            "conversion its parameters (mha_lib/conversions.py)"
         )
 
 
@@ -78,6 +100,16 @@ def from_torch(torch_mha):
         )
     d_model, has_bias = torch_mha.embed_dim, torch_mha.in_proj_bias is not None
     weight = torch_mha.in_proj_weight
+    _check_carried(
+        torch_mha,
+        [
+            weight,
+            torch_mha.in_proj_bias,
+            torch_mha.out_proj.weight,
+            torch_mha.out_proj.bias,
+        ],
+        "from_torch",
+    )
     layer = MultiHeadAttention(
         d_model, torch_mha.num_heads, bias=has_bias, dropout=torch_mha.dropout
     )
@@ -107,16 +139,22 @@ def to_torch(layer):
             "head_dim == d_model, "
             f"num_kv_heads == num_heads); got {layer.spec.sizes}"
         )
-    default_scale = layer.spec.head_dim**-0.5
-    if not math.isclose(layer.spec.logit_scale, default_scale):
+    torch_scale = default_scale(layer.spec.head_dim)
+    if not math.isclose(layer.spec.logit_scale, torch_scale):
         raise ValueError(
             "nn.MultiheadAttention always scales the logits by 1 / "
-            f"sqrt(head_dim) = {default_scale:.6g}, and this layer uses "
+            f"sqrt(head_dim) = {torch_scale:.6g}, and this layer uses "
             f"scale={layer.spec.logit_scale:.6g}, so torch's layer would "
             "compute another function. Keep the mha_lib layer, or fold the "
             "scale into the queries first: multiply q_proj's weight and bias "
             "by scale * sqrt(head_dim) in a layer built with scale=None"
         )
+    projections = (layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj)
+    _check_carried(
+        layer,
+        [t for p in projections for t in (p.weight, p.bias)],
+        "to_torch",
+    )
     has_bias = layer.q_proj.bias is not None
     torch_mha = nn.MultiheadAttention(
         layer.spec.d_model,
@@ -153,7 +191,9 @@ def to_per_head(layer):
             f"size); got {layer.spec.sizes}"
         )
     per_head = _like(PerHeadAttention(layer.spec), layer)
-    for fused, parts, dim in _blocks(layer, per_head):
+    tensors = list(_blocks(layer, per_head))
+    _check_carried(layer, [fused for fused, _, _ in tensors], "to_per_head")
+    for fused, parts, dim in tensors:
         # head i owns the i-th block of rows (columns for W_O)
         blocks = (
             [fused] if dim is None else fused.split(layer.spec.head_dim, dim)
@@ -168,7 +208,11 @@ def to_fused(per_head):
     back into one layer."""
     check_instance(per_head, PerHeadAttention, "to_fused")
     layer = _like(MultiHeadAttention(per_head.spec), per_head)
-    for fused, parts, dim in _blocks(layer, per_head):
+    tensors = list(_blocks(layer, per_head))
+    _check_carried(
+        per_head, [p for _, parts, _ in tensors for p in parts], "to_fused"
+    )
+    for fused, parts, dim in tensors:
         _copy(fused, parts[0] if dim is None else torch.cat(parts, dim))
     return layer
 

@@ -42,6 +42,18 @@ def head_weights(layer):
         )
     heads, kv_heads = layer.spec.num_heads, layer.spec.num_kv_heads
     projections = layer.q_proj, layer.k_proj, layer.v_proj
+    known = {
+        id(parameter)
+        for projection in (*projections, layer.out_proj)
+        for parameter in projection.parameters()
+    }
+    others = [n for n, p in layer.named_parameters() if id(p) not in known]
+    if others:  # copying or comparing heads would leave them behind
+        raise TypeError(
+            "head_weights knows a layer's four projections; this "
+            f"{type(layer).__name__} also holds {others}, which per-head "
+            "surgery would leave behind"
+        )
     counts = heads, kv_heads, kv_heads
     if layer.spec.chunked:  # (heads, out, in) -> (heads, in, out)
         weights = [p.weight.transpose(-2, -1) for p in projections]

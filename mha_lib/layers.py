@@ -16,7 +16,7 @@ are the spec's fields, declared there once.
 import torch
 from torch import nn
 
-from .attention import attend, check_inputs, logit_mask
+from .attention import attend, check_inputs, logit_mask, self_attention
 from .checks import check_shape
 from .heads import head_weights
 from .spec import AttentionSpec
@@ -25,6 +25,12 @@ from .spec import AttentionSpec
 def layer_for(spec):
     """The module a spec describes: a :class:`ChunkedAttention` or a
     :class:`MultiHeadAttention`."""
+    if not isinstance(spec, AttentionSpec):
+        raise TypeError(
+            "layer_for takes an AttentionSpec, got "
+            f"{type(spec).__name__} {spec!r}; for a kind the book names: "
+            "layer_for(AttentionSpec.named(kind, d_model, num_heads))"
+        )
     return (ChunkedAttention if spec.chunked else MultiHeadAttention)(spec)
 
 
@@ -46,8 +52,7 @@ class MultiHeadAttention(nn.Module):
 
     def project(self, query, key=None, value=None):
         """``(q, k, v)``, each ``(batch, heads or kv_heads, seq, size)``."""
-        key = query if key is None else key
-        value = key if value is None else value
+        query, key, value = self_attention(query, key, value)
         heads, kv_heads = self.spec.num_heads, self.spec.num_kv_heads
         # (batch, seq, heads * size) -> (batch, heads, seq, size)
         q = self.q_proj(query).unflatten(-1, (heads, -1)).transpose(1, 2)
@@ -147,8 +152,7 @@ class ChunkedAttention(MultiHeadAttention):
         self.out_proj = nn.Linear(spec.d_model, spec.d_model, bias=bias)
 
     def project(self, query, key=None, value=None):
-        key = query if key is None else key
-        value = key if value is None else value
+        query, key, value = self_attention(query, key, value)
         return self.q_proj(query), self.k_proj(key), self.v_proj(value)
 
 

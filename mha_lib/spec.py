@@ -18,6 +18,7 @@ import numbers
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
+from .attention import default_scale
 from .checks import check_positive_int, check_positive_number
 
 # The kinds the book names: kind -> the sizes it sets, from (d_model,
@@ -235,7 +236,9 @@ class AttentionSpec:
 
     @property
     def logit_scale(self):
-        return self.head_dim**-0.5 if self.scale is None else float(self.scale)
+        if self.scale is None:
+            return default_scale(self.head_dim)
+        return float(self.scale)
 
     @property
     def widths(self):

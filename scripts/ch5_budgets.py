@@ -15,6 +15,7 @@ reported seeds (10-19), which chose nothing, then train to the budget at that
 rate.
 """
 
+import checkout  # this checkout's mha_lib, first
 from ch5_experiment import (
     D_MODEL,
     FIRST_SEEDS,
@@ -99,6 +100,7 @@ def budgets(long, seeds, device, parts):
 
 
 def main():
+    checkout.threads_only(__doc__)
     device = mha_lib.pick_device()
     long = results.load("ch5_experiment")["data"]["long"]
     parts = results.Parts("ch5_budgets")

@@ -27,6 +27,8 @@ the result and skipped.
 
 import argparse
 
+import checkout  # this checkout's mha_lib, first
+
 import mha_lib
 from mha_lib.course import results, statistics
 from mha_lib.course.tasks import AssociativeRecall, OffsetCopy
@@ -206,7 +208,9 @@ def main():
         action="store_true",
         help="take the long-run layers from the last (for a second process)",
     )
+    checkout.add_threads(parser)
     args = parser.parse_args()
+    checkout.use_threads(args.threads)
     only, reverse = args.only, args.reverse
     device = mha_lib.pick_device()
     parts = results.Parts("ch5_experiment")

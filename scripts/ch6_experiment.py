@@ -25,6 +25,7 @@ and the head counts, each of the first 200 sentences' own move
 (``moved_checked``): the chapter encodes those 200 again to check the file.
 """
 
+import checkout  # this checkout's mha_lib, first
 import torch
 
 import mha_lib
@@ -37,6 +38,7 @@ CHECKED = 200  # the sentences whose moves the chapter checks live
 
 
 def main():
+    checkout.threads_only(__doc__)
     device = mha_lib.pick_device()
     model = load_minilm(device)
     treebank = load_treebank()

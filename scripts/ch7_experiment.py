@@ -29,6 +29,7 @@ import argparse
 import json
 import math
 
+import checkout  # this checkout's mha_lib, first
 import torch
 import torch.nn.functional as F
 
@@ -42,6 +43,7 @@ from mha_lib.course.language_training import (
     held_out_bits,
     train_language_models,
 )
+from mha_lib.course.statistics import best_rate
 from mha_lib.spec import AttentionSpec
 
 CONTEXT, BATCH, STEPS, EVERY = 64, 32, 1500, 150
@@ -149,6 +151,23 @@ def train(corpus, validation, spec, num_layers, seeds, rates, device, steps):
     return runs, records
 
 
+def check_workers(parser, args):
+    """Refuse, through ``parser``, a ``--worker I --workers N`` that names
+    no share of the run: I must lie in [0, N), N be at least 1, and N come
+    with I (a worker 30 of 2 would exit having trained nothing, a worker -1
+    train the last part)."""
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
+    if args.worker is None:
+        if args.workers != 1:
+            parser.error("--workers N needs --worker I (which share is this)")
+    elif not 0 <= args.worker < args.workers:
+        parser.error(
+            f"--worker must lie in 0 to {args.workers - 1} (--workers "
+            f"{args.workers}), got {args.worker}"
+        )
+
+
 def shared_run_arguments(doc, *switches):
     """The command line of a long run that workers share, read and applied:
     ``--threads`` (CPU threads, default 1, which leaves the other core of a
@@ -156,13 +175,14 @@ def shared_run_arguments(doc, *switches):
     from the I-th); ``switches``, ``(name, help)`` of the run's own on/off
     options."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=1)
+    checkout.add_threads(parser)
     parser.add_argument("--worker", type=int, default=None)
     parser.add_argument("--workers", type=int, default=1)
     for name, help in switches:
         parser.add_argument(name, action="store_true", help=help)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    check_workers(parser, args)
+    checkout.use_threads(args.threads)
     return args
 
 
@@ -175,6 +195,13 @@ def curves(corpus, validation, name, seeds, rates, device, steps):
         corpus, validation, spec, num_layers, seeds, rates, device, steps
     )
     return [{k: v for k, v in r.items() if k != "train"} for r in records]
+
+
+def tuned_rate(tuning):
+    """The rate whose tuning run (one record per rate) ends lowest on
+    held-out text; a run that diverged (NaN) ranks last, wherever it
+    stands (``min`` would keep a NaN that came first)."""
+    return best_rate({r["lr"]: [r["held_out"][-1]] for r in tuning})
 
 
 def run_variant(corpus, validation, spec, num_layers, device):
@@ -193,7 +220,7 @@ def run_variant(corpus, validation, spec, num_layers, device):
         STEPS,
     )
     tuning = [r for r in records if r["seed"] == TUNING_SEED]
-    chosen = min(tuning, key=lambda r: r["held_out"][-1])["lr"]
+    chosen = tuned_rate(tuning)
     models = [
         model
         for (model, _), (seed, lr) in zip(runs, pairs)
@@ -310,11 +337,17 @@ def main():
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--variant", action="append", default=[])
     args = parser.parse_args()
+    check_workers(parser, args)
+    table = variants()
+    unknown = [name for name in args.variant if name not in table]
+    if unknown:
+        parser.error(
+            f"--variant: no variant {unknown}; choose among {list(table)}"
+        )
     device = mha_lib.pick_device()
     corpus = load_bible()
     validation = windows(corpus.encode(corpus.validation), CONTEXT)
     parts = results.Parts("ch7_experiment")
-    table = variants()
     vocab = len(corpus.alphabet)
 
     def train_variant(name):

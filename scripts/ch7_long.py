@@ -23,12 +23,14 @@ all done, names the others ``unfinished`` and keeps the partial file, from
 which a later run goes on.
 """
 
+import checkout  # noqa: F401  (this checkout's mha_lib, first)
 from ch7_experiment import (
     CONTEXT,
     EVERY,
     TUNING_SEED,
     curves,
     shared_run_arguments,
+    tuned_rate,
 )
 
 import mha_lib
@@ -116,7 +118,7 @@ def main():
         tried = [around / 2, around, around * 2]
         while True:
             tuning = runs(name, [TUNING_SEED] * len(tried), tried)
-            best = min(tuning, key=lambda r: r["held_out"][-1])["lr"]
+            best = tuned_rate(tuning)
             if best == tried[0]:
                 tried = [best / 2, *tried]
             elif best == tried[-1]:

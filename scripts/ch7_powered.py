@@ -23,6 +23,7 @@ workers (a plain run afterwards gathers the parts).
 
 import itertools
 
+import checkout  # noqa: F401  (this checkout's mha_lib, first)
 from ch7_experiment import SEEDS, TUNING_SEED, curves, shared_run_arguments
 
 import mha_lib

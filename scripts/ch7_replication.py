@@ -14,6 +14,7 @@ two columns compare like with like. About 13 minutes of one CPU thread per
 seed on a 2-core machine (five seeds train together); minutes on a GPU.
 """
 
+import checkout  # noqa: F401  (this checkout's mha_lib, first)
 from ch7_experiment import curves
 from ch7_powered import CHAPTER_TUNING, GRID_SEEDS, NEW_SEEDS, chosen_rate
 
@@ -69,26 +70,45 @@ def stored_name(seeds):
     return f"ch7_replication-{seeds[0]}-{seeds[-1]}"
 
 
+def stored_runs(seeds):
+    """``{(variant, seed, rate): run}`` of the stored replication on
+    ``seeds`` (none where there is none yet), and its trainings' seconds."""
+    try:
+        stored = results.load(stored_name(seeds))
+    except FileNotFoundError:
+        return {}, 0
+    runs = stored["data"]["runs"]
+    kept = {(r["variant"], r["seed"], r["lr"]): r for r in runs}
+    return kept, stored["wall_seconds"]
+
+
 def rows(seeds, device):
     """One row per central pair: its verdict on the chapter's seeds and on
-    ``seeds``, trained here (kept in a partial file, so a stopped run
-    resumes); and the wall time of those trainings, summed over their
+    ``seeds``; the runs on ``seeds`` behind them (``variant``, ``seed``,
+    ``lr`` and the held-out curve), taken from the stored replication where
+    it has them, else trained here (kept in a partial file, so a stopped run
+    resumes); and the wall time of the trainings, summed over their
     parts."""
     chapter = chapter_runs()
     corpus = load_bible()
     validation = windows(corpus.encode(corpus.validation), 64)
     parts = results.Parts(f"replication-ch7-{seeds[0]}-{seeds[-1]}")
-    new = {}
+    kept, kept_seconds = stored_runs(seeds)
+    new, runs = {}, []
     for name, (lr, _) in sorted(chapter.items()):
         new[name] = {}
         for i in range(0, len(seeds), BLOCK):
             block = seeds[i : i + BLOCK]
-            trained = parts.get(
-                f"{name} @ {lr} seeds {block[0]}-{block[-1]}",
-                lambda n=name, b=block, r=lr: curves(
-                    corpus, validation, n, b, [r] * len(b), device, STEPS
-                ),
-            )
+            trained = [kept.get((name, s, lr)) for s in block]
+            if None in trained:
+                trained = parts.get(
+                    f"{name} @ {lr} seeds {block[0]}-{block[-1]}",
+                    lambda n=name, b=block, r=lr: curves(
+                        corpus, validation, n, b, [r] * len(b), device, STEPS
+                    ),
+                )
+                trained = [{"variant": name, **r} for r in trained]
+            runs += trained
             new[name].update({r["seed"]: r["held_out"][-1] for r in trained})
     table = []
     for name, reference in CENTRAL:
@@ -107,4 +127,4 @@ def rows(seeds, device):
                 "held": stated != "not resolved" and word == stated,
             }
         )
-    return table, parts.seconds
+    return table, runs, parts.seconds + (kept_seconds if kept else 0)

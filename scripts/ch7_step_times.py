@@ -14,6 +14,7 @@ so that changes in machine load hit every variant alike.
 
 import time
 
+import checkout  # this checkout's mha_lib, first
 import torch
 import torch.nn.functional as F
 from ch7_experiment import BATCH, CONTEXT, variants
@@ -45,6 +46,7 @@ def training_step(spec, num_layers, vocab, generator):
 
 
 def main():
+    args = checkout.threads_only(__doc__)
     begun = time.time()
     device = torch.device("cpu")
     vocab = len(load_bible().alphabet)
@@ -56,13 +58,13 @@ def main():
     times = time_round_robin(steps, device, repeats=REPEATS, warmup=WARMUP)
     data = {
         "repeats": REPEATS,
-        "threads": 1,
+        "threads": args.threads,
         "step_seconds": {
             name: dict(zip(("median", "q1", "q3"), summarize(values)))
             for name, values in times.items()
         },
     }
-    path = results.save(
+    path, _ = results.save(
         "ch7_step_times", data, device=device, seconds=time.time() - begun
     )
     print(f"wrote {path}")

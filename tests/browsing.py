@@ -100,8 +100,7 @@ def opener(site, browser, width=1280):
     def open_page(name):
         if name not in visited:
             screenshot = (
-                html_root.parent
-                / "screenshots"
+                extension("build_paths").SCREENSHOTS
                 / name.replace("/", "_").replace(".html", f"-{width}.jpg")
                 if os.environ.get(SCREENSHOTS)
                 else None

@@ -2,6 +2,7 @@
 puts tests/ on the path)."""
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -19,6 +20,14 @@ NO_GPU = pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device here"
 )
 DEVICES = ["cpu", pytest.param("cuda", marks=NO_GPU)]
+
+
+def first_code_cell(path):
+    """The source of a notebook's first code cell (its set-up)."""
+    cells = json.loads(Path(path).read_text())["cells"]
+    return next(
+        "".join(c["source"]) for c in cells if c["cell_type"] == "code"
+    )
 
 
 def extension(name):

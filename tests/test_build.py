@@ -167,6 +167,30 @@ def test_every_download_is_a_plain_notebook_in_its_editions_language(
             assert chinese == 0, f"{chapter}: Chinese in the English download"
 
 
+def test_both_editions_carry_one_wheel_and_chapter_7_alone_its_text(
+    built_book,
+):
+    """The wheel is built with fixed file times, so every download of both
+    editions carries the same bytes (and opening the other edition's
+    chapter does not replace mha_lib); only Chapter 7's carries its text."""
+    wheels, texts = set(), {}
+    for edition in ("", "zh"):
+        sources = built_book / edition / "_sources" / "notebooks"
+        for chapter in CHAPTERS:
+            cells = json.loads((sources / f"{chapter}.ipynb").read_text())
+            (install,) = [
+                "".join(c["source"])
+                for c in cells["cells"]
+                if c.get("id") == "install-mha-lib"
+            ]
+            wheels.add(re.search(r'^WHEEL = "([^"]+)"', install, re.M)[1])
+            texts[chapter] = "TEXT = None" not in install
+    assert len(wheels) == 1, f"{len(wheels)} different wheels"
+    assert [c for c, carried in texts.items() if carried] == [
+        c for c in CHAPTERS if c.startswith("07")
+    ]
+
+
 def test_no_page_loads_a_script_or_a_style_from_another_host(built_book):
     """Read in the HTML of every page of both editions: no script or style
     sheet comes from another host (a widget's state would bring require.js

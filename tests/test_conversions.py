@@ -223,3 +223,39 @@ def test_a_chunked_or_stacked_layer_is_refused_with_a_reason():
             convert(chunked)
         with pytest.raises(TypeError, match="several seeds"):
             convert(together)
+
+
+class GatedAttention(mha_lib.MultiHeadAttention):
+    """A layer with one parameter more than the conversions know: a gate on
+    each head's output."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        self.gate = nn.Parameter(torch.ones(num_heads))
+
+
+class GatedPerHead(mha_lib.PerHeadAttention):
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        self.register_buffer("gate", torch.ones(num_heads))
+
+
+def test_a_parameter_the_conversion_does_not_know_is_refused_not_dropped():
+    gated = GatedAttention(16, 4)
+    for convert in (mha_lib.to_per_head, mha_lib.to_torch):
+        with pytest.raises(ValueError, match=r"would drop \['gate'\]"):
+            convert(gated)
+    with pytest.raises(ValueError, match=r"to_fused would drop \['gate'\]"):
+        mha_lib.to_fused(GatedPerHead(16, 4))
+    torch_layer = nn.MultiheadAttention(16, 4, batch_first=True)
+    torch_layer.register_parameter("gate", nn.Parameter(torch.ones(4)))
+    with pytest.raises(ValueError, match=r"from_torch would drop \['gate'\]"):
+        mha_lib.from_torch(torch_layer)
+    # what the conversions know goes across whole, biases or none
+    for bias in (True, False):
+        layer = mha_lib.MultiHeadAttention(16, 4, bias=bias)
+        per_head = mha_lib.to_per_head(layer)
+        assert mha_lib.count_trainable(per_head) == (
+            mha_lib.count_trainable(mha_lib.to_fused(per_head))
+        )
+        assert mha_lib.to_torch(layer).in_proj_weight.shape == (48, 16)

@@ -1,13 +1,21 @@
 """The text of Chapter 7: its hash check, its split, its encoding, its
 windows."""
 
+import gzip
 import hashlib
 import json
 
 import pytest
 import torch
 
-from mha_lib.course.corpus import HELD_OUT_BOOKS, Corpus, load_bible, windows
+from mha_lib.course.corpus import (
+    HELD_OUT_BOOKS,
+    TEXT_SHA256,
+    Corpus,
+    load_bible,
+    text_path,
+    windows,
+)
 
 
 def test_windows_cut_inputs_and_next_characters():
@@ -63,3 +71,11 @@ def test_load_bible_checks_the_hash_and_holds_out_the_last_books(tmp_path):
     assert set(corpus.alphabet) == set(corpus.train + corpus.validation)
     with pytest.raises(ValueError, match="SHA-256"):
         load_bible(path, expected="0" * 64)
+    packed = tmp_path / "kjv.jsonl.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert load_bible(packed, expected=digest) == corpus, "read through gzip"
+
+
+def test_the_course_copy_of_the_text_is_the_one_the_results_were_made_on():
+    text = gzip.decompress(text_path().read_bytes())
+    assert hashlib.sha256(text).hexdigest() == TEXT_SHA256

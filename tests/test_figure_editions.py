@@ -15,6 +15,15 @@ from matplotlib.figure import Figure  # noqa: E402
 from mha_lib.course import figure_editions as editions  # noqa: E402
 from mha_lib.course import plotting  # noqa: E402
 
+
+@pytest.fixture(autouse=True)
+def book_style():
+    """The figures in the book's style, as a chapter's set-up cell sets it
+    (importing the figure modules sets nothing)."""
+    with matplotlib.rc_context(plotting.BOOK_STYLE):
+        yield
+
+
 WORDS = {
     "training step": "训练步数",
     "head {}": "头 {}",

@@ -110,3 +110,15 @@ def test_attention_dropout_breaks_the_symmetry_of_identical_heads():
         first, second = layer(x)[0], layer(x)[0]
         assert torch.equal(first, second), "no dropout outside training"
     assert gaps[0.0] == 0.0 and gaps[0.1] > 1e-6
+
+
+def test_a_layer_with_a_parameter_beyond_its_projections_is_refused():
+    """A gate per head, say, would not be copied with the head: copying,
+    comparing or reading heads refuses such a layer instead."""
+    layer = mha_lib.MultiHeadAttention(16, 4)
+    layer.gate = torch.nn.Parameter(torch.ones(4))
+    for surgery in (lambda: layer.head_weights(), lambda: copy_head(layer)):
+        with pytest.raises(TypeError, match=r"also holds \['gate'\]"):
+            surgery()
+    with pytest.raises(TypeError, match="also holds"):
+        head_spread(layer)

@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 import torch
-from support import ATOL, inputs, random_masks, reference_pair
+from support import ATOL, DEVICES, inputs, random_masks, reference_pair
 
 import mha_lib
 
@@ -574,6 +574,82 @@ def test_a_row_masked_in_one_head_only_is_dead_in_that_head_alone():
             )
 
 
+def per_head_masks(batch, heads, n_query, n_key, seed):
+    """A random bool mask per head, ``(batch, heads, n_query, n_key)``, in
+    which every head, head 0 included, has whole rows masked, no two heads
+    of a batch the same rows; and a key padding that hides the last keys of
+    the last batch."""
+    generator = torch.Generator().manual_seed(seed)
+    mask = torch.rand(batch, heads, n_query, n_key, generator=generator) < 0.4
+    for b, head in itertools.product(range(batch), range(heads)):
+        mask[b, head, (head + b) % heads :: heads] = True  # whole rows
+    padding = torch.zeros(batch, n_key, dtype=torch.bool)
+    padding[-1, n_key // 2 :] = True
+    return mask, padding
+
+
+def outputs_and_input_gradient(layer, x, masks):
+    """``(output, fast output, weights, gradient of the input)``: both
+    paths of ``layer``, the one with weights and the fast one."""
+    x = x.clone().requires_grad_()
+    out, weights = layer(x, **masks, need_weights=True)
+    fast, _ = layer(x, **masks)
+    (out.square().sum() + fast.sum()).backward()
+    return out, fast, weights, x.grad
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("seed", range(2))
+def test_per_head_masks_give_the_fused_layers_output_in_every_head(
+    device, seed
+):
+    """Random masks per head with whole rows masked in every head (head 0
+    too), alone and with padding and the causal mask, as bool masks (4-D
+    and ``(batch * heads, ..)``) and as float ones: the per-head layer gives
+    the fused layer's outputs, weights and input gradient, and a row masked
+    whole in one head attends to nothing there and as usual in the
+    others."""
+    torch.manual_seed(seed)
+    batch, n, d, h = 3, 7, 32, 4
+    fused = mha_lib.MultiHeadAttention(d, h).to(device).eval()
+    per_head = mha_lib.to_per_head(fused).eval()
+    x = torch.randn(batch, n, d, device=device)
+    mask, padding = per_head_masks(batch, h, n, n, seed)
+    floats = torch.where(mask, -torch.inf, torch.randn(mask.shape))
+    causal = torch.ones(n, n, dtype=torch.bool).triu(1)
+    for attn_mask, pad, is_causal in itertools.product(
+        [mask, mask.flatten(0, 1), floats], [None, padding], [False, True]
+    ):
+        masks = dict(
+            attn_mask=attn_mask.to(device),
+            key_padding_mask=None if pad is None else pad.to(device),
+            is_causal=is_causal,
+        )
+        expected = outputs_and_input_gradient(fused, x, masks)
+        got = outputs_and_input_gradient(per_head, x, masks)
+        for name, a, b in zip(
+            ["output", "fast", "weights", "grad"], got, expected
+        ):
+            assert torch.isfinite(a).all(), f"per-head {name} not finite"
+            torch.testing.assert_close(
+                a,
+                b,
+                atol=ATOL,
+                rtol=0,
+                msg=f"per-head and fused {name} differ",
+            )
+        hidden = mask | causal if is_causal else mask.clone()
+        if pad is not None:
+            hidden |= pad[:, None, None]  # (batch, 1, 1, n_key)
+        dead = hidden.all(-1)  # (batch, heads, n_query)
+        assert dead[:, 0].any() and (dead[:, 0] != dead[:, 1:]).any()
+        weights = got[2].cpu()
+        assert (weights[dead] == 0).all(), "a dead row attends somewhere"
+        torch.testing.assert_close(
+            weights[~dead].sum(-1), torch.ones((~dead).sum().item())
+        )
+
+
 def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
     spec = mha_lib.AttentionSpec(16, 4, head_dim=16)
     layer = mha_lib.MultiHeadAttention(spec)
@@ -581,6 +657,9 @@ def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
     assert isinstance(mha_lib.layer_for(spec), mha_lib.MultiHeadAttention)
     chunked = mha_lib.AttentionSpec(16, 4, chunked=True)
     assert type(mha_lib.layer_for(chunked)) is mha_lib.ChunkedAttention
+    for wrong in ("standard", 64, None):  # a kind's name is not its spec
+        with pytest.raises(TypeError, match="layer_for takes an AttentionS"):
+            mha_lib.layer_for(wrong)
     with pytest.raises(ValueError, match="describes a chunked layer"):
         mha_lib.MultiHeadAttention(chunked)
     with pytest.raises(

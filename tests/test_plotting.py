@@ -11,10 +11,12 @@ import torch
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
+from support import NOTEBOOKS as CHAPTERS  # noqa: E402
+from support import ROOT, first_code_cell  # noqa: E402
+
 from mha_lib.course import plotting  # noqa: E402
 
 LIBRARY = Path(plotting.__file__).parent
-NOTEBOOKS = LIBRARY.parent / "notebooks"
 TEXT_COLUMN_PX = (
     752  # the width of the book's text column at a 1280-pixel window
 )
@@ -145,7 +147,7 @@ SIZE_SET = re.compile(r"""\b(?:fontsize|labelsize)\s*=\s*(['"]?)([\w.-]+)\1""")
 def code_of_the_book():
     """The library's code and every chapter's code cells, as text."""
     yield from (path.read_text() for path in LIBRARY.glob("*.py"))
-    for path in NOTEBOOKS.glob("*.ipynb"):
+    for path in CHAPTERS:
         cells = json.loads(path.read_text())["cells"]
         yield from (
             "".join(cell["source"])
@@ -186,3 +188,48 @@ def test_a_figure_is_drawn_sharper_than_it_is_shown():
     assert abs(height / shown["height"] - plotting.PIXEL_DENSITY) < 0.02
     assert 250 < shown["width"] < 340  # 3 inches at 100 dpi, cropped tight
     assert plotting.PIXEL_DENSITY * 96 >= 200  # pixels per printed inch
+
+
+def test_importing_the_figure_module_changes_nothing():
+    """Importing ``mha_lib.course.plotting`` leaves Matplotlib's settings and
+    IPython's formatters as they were; a chapter's set-up cell applies the
+    book's style with ``use_book_style()``."""
+    import subprocess
+    import sys
+
+    script = """
+import matplotlib
+matplotlib.use("Agg")
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+formatters = shell.display_formatter.formatters
+def registered():
+    return {kind: (dict(f.type_printers), dict(f.deferred_printers))
+            for kind, f in formatters.items()}
+before, kinds = dict(matplotlib.rcParams), registered()
+import mha_lib.course.plotting as plotting
+import mha_lib.course.interactive
+changed = [k for k, v in matplotlib.rcParams.items() if before[k] != v]
+assert not changed, f"importing changed rcParams {changed}"
+assert registered() == kinds, "importing registered formatters"
+plotting.use_book_style()
+changed = [k for k, v in matplotlib.rcParams.items() if before[k] != v]
+assert "font.size" in changed and set(changed) <= set(plotting.BOOK_STYLE)
+assert registered() != kinds, "the explicit call sets the figure formats"
+print("ok")
+"""
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,  # this mha_lib
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda path: path.name)
+def test_every_chapter_that_draws_applies_the_book_style_when_it_sets_up(path):
+    first = first_code_cell(path)
+    if "mha_lib.course.plotting" in first:
+        assert "\nuse_book_style()" in first, path.name

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from support import ROOT
 
 from mha_lib.course import replication
@@ -33,6 +34,36 @@ def test_a_share_is_judged_by_its_count_and_with_few_seeds_by_its_interval():
     assert Share(1, 3).at_most(0.1) and not Share(3, 3).at_most(0.1)
     with pytest.raises(ValueError, match="no seeds"):
         Share.of([])
+
+
+def test_a_share_claim_on_few_seeds_is_not_refuted_rather_than_held():
+    """Three seeds can fail "at least 80 %", not establish it: the claim
+    checked on such a bound is recorded, and reported, as not refuted."""
+    from mha_lib.course.report import Claims
+
+    claims = Claims(keep_going=True)
+    claims.check(Share(2, 3).at_least(0.8), "few seeds")
+    claims.check(Share(17, 20).at_least(0.8), "twenty seeds")
+    claims.check(Share(0, 3).at_most(0.3) and 1 < 2, "few seeds, combined")
+    claims.check(Share(3, 3).at_most(0.1), "refuted")
+    assert [replication.outcome(row) for row in claims.log] == [
+        "not refuted",
+        "held",
+        "not refuted",
+        "failed",
+    ]
+    # a row stored before the mark existed was judged on enough seeds
+    assert replication.outcome({"held": True}) == "held"
+
+
+def test_the_claims_without_a_value_are_listed_apart():
+    rows = _stored_rows(4)
+    table = replication.replication_table(4, [row["claim"] for row in rows])
+    valued, bare = table.data.split("| claims without a value to show |")
+    for row in rows:
+        side = valued if row["new_seeds"] is not None else bare
+        claim = row["claim"].replace("|", "\\|")  # escaped in its cell
+        assert f"| {claim} |" in side, claim
 
 
 def test_the_stored_replication_refuses_stale_claims():
@@ -66,6 +97,17 @@ def test_chapter_4_holds_on_three_new_seeds():
         result.stdout[-3000:] + result.stderr[-2000:]
     )
     assert " 0 failed" in result.stdout
+    # three seeds cannot establish a share claim: it is only not refuted
+    lines = result.stdout.splitlines()
+    assert any(line.endswith("| not refuted") for line in lines)
+    assert not any(
+        "at least 80 % of seeds" in line and line.endswith("| held")
+        for line in lines
+    )
+    apart = lines.index(
+        "Claims without a value to show, on either set of seeds:"
+    )
+    assert all(line.split(" | ")[1] != "—" for line in lines[:apart])
 
 
 def test_a_planted_false_claim_fails_its_chapter_whatever_the_environment():
@@ -170,3 +212,52 @@ def test_a_paired_verdict_says_which_side_of_zero_its_interval_lies():
         level=replication.VERDICT_CONFIDENCE,
     )
     assert "seeds 200-209 (95% intervals)" in table.data
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_no_verdict_or_share_is_drawn_from_what_is_not_a_number(bad):
+    scores = [2.0, 3.0, 4.0, 3.0]
+    with pytest.raises(
+        ValueError, match=r"first must be finite.*1.0, (nan|inf)"
+    ):
+        replication.paired_verdict([1.0, bad, 3.0, 2.0], scores)
+    with pytest.raises(ValueError, match="second must be finite"):
+        replication.paired_verdict(scores, [bad] * 4)
+    with pytest.raises(ValueError, match="interval runs from low to high"):
+        replication.side_of_zero(float("nan"), 0.1)
+    # bool(nan) is True: a NaN among the flags is refused, not counted
+    with pytest.raises(ValueError, match=r"True or False.*got \[nan\]"):
+        Share.of([True, float("nan"), False])
+    assert Share.of(torch.tensor([True, False, True])) == Share(2, 3)
+    for count, total in ((bad, 4), (1, bad)):
+        with pytest.raises(TypeError, match="whole number of seeds"):
+            Share(count, total)
+    with pytest.raises(ValueError, match="0 <= successes <= trials"):
+        Share(5, 4)
+    for check in (Share(3, 4).at_least, Share(30, 40).at_most):
+        with pytest.raises(ValueError, match=r"fraction in \[0, 1\]"):
+            check(bad)
+
+
+@pytest.mark.parametrize("seeds", ["200-209", "300-309"])
+def test_chapter_7s_replications_store_the_scores_behind_their_verdicts(
+    seeds,
+):
+    """Each stored replication of Chapter 7 holds its runs on the new seeds,
+    and their final scores give again the verdicts it states."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import ch7_replication
+
+    from mha_lib.course import results
+
+    data = results.load(ch7_replication.stored_name(parse_seeds(seeds)))
+    data = data["data"]
+    final = {}
+    for run in data["runs"]:
+        final.setdefault(run["variant"], {})[run["seed"]] = run["held_out"][-1]
+    for (name, reference), row in zip(ch7_replication.CENTRAL, data["claims"]):
+        _, detail = ch7_replication.judged(
+            *([final[n][s] for s in data["seeds"]] for n in (name, reference))
+        )
+        assert detail == row["new_seeds"], (name, reference)
+    assert not list(results.FOLDER.glob("replication-ch7-*.partial.json"))

@@ -116,3 +116,13 @@ def test_a_folded_table_opens_from_one_line_to_the_whole_table():
     for summary in ("", "  ", None):
         with pytest.raises(ValueError, match="summary"):
             folded(table, summary)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_spread_refuses_what_is_not_a_number(bad):
+    with pytest.raises(ValueError, match=r"finite numbers, got \[0.3, "):
+        spread([0.3, bad, 0.5])
+    with pytest.raises(ValueError, match="finite numbers"):
+        spread([])
+    with pytest.raises(ValueError, match="must be finite, got"):
+        signed(bad)

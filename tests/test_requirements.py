@@ -90,10 +90,29 @@ def test_the_readme_commands_install_the_lock():
 
 
 def test_the_package_carries_its_licences():
-    """The code's licence in the metadata, and every licence file shipped."""
+    """The metadata names every licence of what the wheel carries (the
+    code, the README's prose, the treebank), and every licence file is
+    shipped."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["license"] == "MIT"
+    assert project["license"] == "MIT AND CC-BY-4.0 AND CC-BY-SA-3.0"
+    assert project["authors"] == [{"name": "The course authors"}]
     assert "MIT License" in (ROOT / "LICENSE").read_text()
     for pattern in project["license-files"]:
         assert list(ROOT.glob(pattern)), pattern
     assert "CC BY 4.0" in (ROOT / "LICENSES.md").read_text()
+
+
+def test_the_version_is_the_same_in_the_library_changelog_and_citation():
+    """One version for the course: mha_lib.__version__, the newest entry of
+    CHANGELOG.md and CITATION.cff's."""
+    import yaml
+
+    import mha_lib
+
+    version = mha_lib.__version__
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    (newest,) = re.findall(r"^## (\S+)", changelog, flags=re.M)[:1]
+    assert newest == version, f"CHANGELOG.md's newest is {newest}"
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert citation["version"] == version
+    assert citation["date-released"] in changelog.split("\n## ")[1]

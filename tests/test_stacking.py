@@ -77,3 +77,23 @@ def test_stacked_shares_no_parameter_with_its_members():
     weight = models[0][1].weight
     together[1].weight.data += 1  # training the stack leaves them alone
     assert torch.equal(weight, torch.ones(4))
+
+
+@pytest.mark.parametrize(
+    "module_class,args,rows",
+    [
+        (nn.Linear, (5, 4), lambda: torch.randn(4, 7, 5)),
+        (nn.Embedding, (11, 4), lambda: torch.randint(11, (4, 7))),
+        (nn.LayerNorm, (5,), lambda: torch.randn(4, 7, 5)),
+        (ChunkedLinear, (2, 3), lambda: torch.randn(4, 7, 6)),
+        (MultiHeadAttention, (64, 8), lambda: torch.randn(4, 5, 64)),
+    ],
+)
+def test_a_batch_that_does_not_split_into_the_members_is_refused(
+    module_class, args, rows
+):
+    together = stacked(members_of(module_class, *args))  # 3 members
+    with pytest.raises(ValueError, match=r"stack of 3 models .* 4 rows do"):
+        together(rows())
+    with pytest.raises(ValueError, match="do not split into 3"):
+        broadcast_add(torch.randn(4, 7, 5), torch.randn(3, 7, 5))

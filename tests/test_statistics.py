@@ -183,3 +183,52 @@ def test_the_lowest_median_rate_ignores_one_lucky_seed():
     assert best_rate({0.1: [1.0], 0.2: [1.0]}) == 0.1  # a tie
     with pytest.raises(ValueError, match="no rate"):
         best_rate({})
+
+
+NAN, INF = math.nan, math.inf
+
+
+@pytest.mark.parametrize("bad", [NAN, INF, -INF])
+@pytest.mark.parametrize(
+    "interval",
+    [
+        lambda a, b: paired_t_interval(a, b),
+        lambda a, b: paired_bootstrap(a, b, [0, 1, 2, 3], resamples=10),
+        lambda a, b: rank_correlation(a, b),
+    ],
+)
+def test_an_interval_refuses_scores_that_are_not_numbers(interval, bad):
+    clean = [2.0, 3.0, 4.0, 3.5]
+    for first, second in (([1.0, bad, 3.0, 2.0], clean), (clean, [bad] * 4)):
+        with pytest.raises(ValueError, match=r"must be finite numbers, got"):
+            interval(first, second)
+
+
+def test_quantiles_and_wilson_refuse_what_is_not_a_number():
+    for p, df in ((NAN, 3), (0.9, NAN), (0.9, INF)):
+        with pytest.raises(ValueError):
+            student_t_quantile(p, df)
+    for z in (NAN, INF):
+        with pytest.raises(ValueError, match="z must be"):
+            wilson_interval(3, 5, z=z)
+    with pytest.raises(TypeError, match="whole number"):
+        wilson_interval(NAN, 5)
+
+
+def test_a_diverged_run_ranks_last_wherever_it_stands():
+    clean = {1e-3: [0.1, 0.2, 0.3]}
+    # two of three seeds diverged: the rate ranks below a clean one, whether
+    # listed first or last (a NaN median once won or lost by its place)
+    for diverged in ([0.02, NAN, NAN], [NAN, INF, 0.02], [-INF, NAN, 0.02]):
+        for order in ((3e-3, 1e-3), (1e-3, 3e-3)):
+            rates = {**clean, 3e-3: diverged}
+            rates = {rate: rates[rate] for rate in order}
+            assert best_rate(rates) == 1e-3
+            assert best_rate(rates, solved_below=0.5) == 1e-3
+    # one diverged seed of three is that rate's worst loss, not its best
+    assert best_rate({**clean, 3e-3: [NAN, 0.01, 0.02]}) == 3e-3
+    assert best_rate({**clean, 3e-3: [-INF, 0.4, 0.5]}, solved_below=0.35) == (
+        1e-3
+    )
+    with pytest.raises(ValueError, match="solved_below must be a finite"):
+        best_rate(clean, solved_below=NAN)

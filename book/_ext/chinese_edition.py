@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from build_paths import CACHE
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.search.zh import SearchChinese
@@ -60,7 +61,7 @@ def build(outdir, builder="html", language="en", srcdir=ROOT, **options):
         "external_toc_path": (srcdir / "_toc.yml").as_posix(),
         "latex_individualpages": False,
         "language": language,
-        "nb_execution_cache_path": str(srcdir / "_build" / ".jupyter_cache"),
+        "nb_execution_cache_path": str(srcdir / CACHE.relative_to(ROOT)),
         **options.pop("overrides", {}),
     }
     return build_sphinx(
@@ -268,7 +269,8 @@ class TableWordsTranslated(SphinxTransform):
                     text.parent.replace(text, new)
 
 
-MARKS = (" ✓", " ✗")  # a value's mark: its claim held, or failed
+# a value's mark: its claim held, was not refuted (too few seeds), or failed
+MARKS = (" ✓", " ○", " ✗")
 PARTS = re.compile(r"( / |; )")  # the parts of a cell that holds several
 
 
@@ -298,6 +300,11 @@ CLAIM_LINES = [
     (
         r"✓ (\d+) claims held again, on seeds ([\d-]+)",
         r"✓ \1 条论断在种子 \2 上再次成立",
+    ),
+    (
+        r"✓ (\d+) claims held again, (\d+) not refuted \(○\), on seeds "
+        r"([\d-]+)",
+        r"✓ \1 条论断在种子 \3 上再次成立，\2 条未被推翻（○）",
     ),
 ]
 

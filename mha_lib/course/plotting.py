@@ -1,8 +1,9 @@
 """Figures shared by the chapters. Imports matplotlib itself, so ``import
 mha_lib`` stays light.
 
-Importing this module sets the book's figure style (:func:`use_book_style`): a
-figure of the default size, 6.4 inches at 100 dpi, fills most of the book's
+Importing this module changes nothing; a chapter's set-up cell calls
+:func:`use_book_style`, which sets the book's figure style: a figure of the
+default size, 6.4 inches at 100 dpi, fills most of the book's
 750-pixel text column at its natural size, and its type is then about as large
 as the text around it. A figure wider than about 7.5 inches is shrunk to the
 column, and its type with it: prefer several narrower figures. No text is set
@@ -68,8 +69,9 @@ def sharp_png(figure):
 
 def use_book_style():
     """Set matplotlib's defaults to the book's figure style, and in a notebook
-    draw figures as :func:`sharp_png` (done once, when this module is
-    imported)."""
+    draw figures as :func:`sharp_png` and in the book's other renderings
+    (called once, by a chapter's set-up cell; importing this module changes
+    nothing)."""
     matplotlib.rcParams.update(BOOK_STYLE)
     try:
         from IPython import get_ipython
@@ -91,9 +93,6 @@ def use_book_style():
             lambda figure: editions.renderings(figure, sharp_png),
         )
         formatters[editions.MIME] = book
-
-
-use_book_style()
 
 
 def legend_below(ax, *handles_and_labels, **options):

@@ -6,7 +6,9 @@ syntax: does a head's most-attended word find the word that a gold dependency
 arc links to? The arcs come from the English part of the Parallel Universal
 Dependencies treebank (1,000 news and Wikipedia sentences, UD v2,
 hand-corrected; CC BY-SA 3.0), shipped in
-``mha_lib/course/data/ud-english-pud`` with its README and licence. A head
+``mha_lib/course/data/ud-english-pud`` with its README and licence, unchanged
+from Universal Dependencies release :data:`UD_RELEASE` (the repository
+UniversalDependencies/UD_English-PUD at :data:`UD_COMMIT`). A head
 follows a relation only where it beats two baselines chosen and scored the same
 way: the best fixed offset, and the best rule that knows the gold word classes
 ("the nearest NOUN to the right").
@@ -24,6 +26,10 @@ TREEBANK = "data/ud-english-pud/en_pud-ud-test.conllu"
 TREEBANK_SHA256 = (
     "c80584f2bc2b31d5bada78a1136f9feec7ac49e5e18898db02dea434b5b8f0aa"
 )
+# where the three files come from: the release whose tag (r2.18) holds them
+# byte for byte, and its commit
+UD_RELEASE = "2.18"
+UD_COMMIT = "e173a1be1b442faf34e7d5a502189ad5d9d1e197"
 # UD relations tested, by their base label; "poss" is UD's nmod:poss
 RELATIONS = (
     "det",

@@ -17,6 +17,8 @@ asserts.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 from . import report, results
@@ -70,13 +72,24 @@ class Share:
     count: int
     total: int
 
+    def __post_init__(self):
+        wilson_interval(self.count, self.total)  # whole numbers, in order
+
     @classmethod
     def of(cls, flags):
-        """The share of true values among ``flags`` (one per seed)."""
-        flags = [bool(flag) for flag in flags]
+        """The share of true values among ``flags`` (one per seed): each
+        True or False (1 or 0); NaN, which ``bool`` would count as true, is
+        refused with the rest."""
+        flags = list(flags)
+        odd = [flag for flag in flags if not _is_flag(flag)]
+        if odd:
+            raise ValueError(
+                f"a share counts True or False, one per seed, got {odd[:4]} "
+                "(NaN: a diverged run? compare its loss first)"
+            )
         if not flags:
             raise ValueError("a share of no seeds is undefined")
-        return cls(sum(flags), len(flags))
+        return cls(sum(bool(flag) for flag in flags), len(flags))
 
     @property
     def fraction(self):
@@ -88,17 +101,23 @@ class Share:
 
     def at_least(self, fraction):
         """Whether these seeds bear out "the rate is at least ``fraction``":
-        the observed share reaches it; with fewer than :data:`FEW` seeds,
-        which can refute such a claim but not establish it, it is enough
-        that the interval reaches it."""
+        the observed share reaches it. Fewer than :data:`FEW` seeds can
+        refute such a claim but not establish it: then it is enough that the
+        interval reaches it, and the claim checked on it is recorded as not
+        refuted rather than held (:func:`report.judged_on_few_seeds`)."""
+        _check_fraction(fraction)
         if self.total < FEW:
+            report.judged_on_few_seeds()
             return self.interval[1] >= fraction
         return self.fraction >= fraction
 
     def at_most(self, fraction):
         """Whether these seeds bear out "the rate is at most ``fraction``"
-        (with fewer than :data:`FEW` seeds: the interval reaches it)."""
+        (with fewer than :data:`FEW` seeds: the interval reaches it, and the
+        claim is only not refuted)."""
+        _check_fraction(fraction)
         if self.total < FEW:
+            report.judged_on_few_seeds()
             return self.interval[0] <= fraction
         return self.fraction <= fraction
 
@@ -110,11 +129,28 @@ class Share:
         )
 
 
+def _is_flag(flag):
+    """Whether ``flag`` is True or False (or 1 or 0, a bool tensor's
+    element): NaN equals neither."""
+    try:
+        return flag in (True, False)
+    except (TypeError, RuntimeError, ValueError):  # an array of several
+        return False
+
+
+def _check_fraction(fraction):
+    if not (isinstance(fraction, numbers.Real) and 0 <= fraction <= 1):
+        raise ValueError(
+            f"a share is compared with a fraction in [0, 1], got {fraction!r}"
+        )
+
+
 def paired_verdict(first, second):
     """``first`` minus ``second``, paired lists of scores where lower is
     better, judged alone at :data:`VERDICT_CONFIDENCE`: ``(word, (mean, low,
     high))``, the word ``worse`` where the paired interval lies above zero,
-    ``better`` where below, else ``not resolved``."""
+    ``better`` where below, else ``not resolved``. A score that is NaN or
+    infinite (a diverged run) is no score to judge: ``ValueError``."""
     mean, low, high = paired_t_interval(
         first, second, confidence=VERDICT_CONFIDENCE
     )
@@ -124,16 +160,36 @@ def paired_verdict(first, second):
 def side_of_zero(low, high):
     """The verdict an interval of ``first - second`` (lower is better) gives:
     ``worse`` wholly above zero, ``better`` wholly below, else ``not
-    resolved``."""
+    resolved``; an end that is NaN is refused."""
+    if math.isnan(low) or math.isnan(high) or low > high:
+        raise ValueError(
+            f"an interval runs from low to high, got ({low}, {high})"
+        )
     return "worse" if low > 0 else "better" if high < 0 else "not resolved"
+
+
+# what new seeds said of a claim, and its mark in a table
+OUTCOMES = {"held": "✓", "not refuted": "○", "failed": "✗"}
+
+
+def outcome(row):
+    """What the new seeds of a replication said of one claim (a row of
+    ``scripts/replicate.py``): ``held``; ``not refuted``, where it held on a
+    bound too few seeds to establish (:meth:`Share.at_least`); or
+    ``failed``."""
+    if not row["held"]:
+        return "failed"
+    return "held" if row.get("established", True) else "not refuted"
 
 
 def replication_table(chapter, checked, name="replication", *, level=None):
     """The claims of ``chapter`` in a stored replication (by default
     ``mha_lib/course/results/replication.json``; Chapter 7's are
     ``ch7_replication-A-B``, one per seed set A to B, all written by
-    ``scripts/replicate.py --store``), as a table: each claim's value on the
-    chapter's seeds and on the new ones, folded under one line.
+    ``scripts/replicate.py --store``), as tables folded under one line: each
+    claim's value on the chapter's seeds and on the new ones, then, apart,
+    the claims that have no value to show (a theorem, an identity, a bare
+    comparison), which a reader cannot weigh from new seeds.
 
     ``level``: the confidence of the intervals in the cells, named in the
     headers (a verdict's, :data:`VERDICT_CONFIDENCE`); a share's cells name
@@ -141,7 +197,10 @@ def replication_table(chapter, checked, name="replication", *, level=None):
     (:attr:`mha_lib.course.report.ClaimLog.claims`): where the stored claims
     differ, the file is stale and a ``ValueError`` says how to renew it; a
     claim that failed on the new seeds raises ``AssertionError``, naming it.
+    A claim that few new seeds could only fail to refute is marked ○, not ✓.
     """
+    from IPython.display import Markdown
+
     stored = results.load(name)
     rows = [
         row for row in stored["data"]["claims"] if row["chapter"] == chapter
@@ -152,7 +211,7 @@ def replication_table(chapter, checked, name="replication", *, level=None):
             f"checked other claims than this run did; run again: "
             f"{stored['command']}"
         )
-    failed = [row["claim"] for row in rows if not row["held"]]
+    failed = [row["claim"] for row in rows if outcome(row) == "failed"]
     if failed:
         raise AssertionError(
             f"on the new seeds these claims of Chapter {chapter} failed: "
@@ -161,17 +220,35 @@ def replication_table(chapter, checked, name="replication", *, level=None):
     seeds = stored["data"]["seeds"]
     seeds = f"seeds {seeds[0]}-{seeds[-1]}"
     at = "" if level is None else f" ({level:.0%} intervals)"
-    table = report.markdown_table(
-        ["claim", f"this chapter's seeds{at}", seeds + at],
-        [
+    valued = [row for row in rows if row["new_seeds"] is not None]
+    bare = [row for row in rows if row["new_seeds"] is None]
+    tables = [
+        report.markdown_table(
+            ["claim", f"this chapter's seeds{at}", seeds + at],
             [
-                row["claim"],
-                row["chapter_seeds"] or "✓",
-                " ".join(
-                    [str(row["new_seeds"] or ""), "✓" if row["held"] else "✗"]
-                ).strip(),
-            ]
-            for row in rows
-        ],
+                [
+                    row["claim"],
+                    row["chapter_seeds"] or "—",
+                    f"{row['new_seeds']} {OUTCOMES[outcome(row)]}",
+                ]
+                for row in valued
+            ],
+        )
+    ]
+    if bare:
+        tables.append(
+            report.markdown_table(
+                ["claims without a value to show", seeds],
+                [[row["claim"], OUTCOMES[outcome(row)]] for row in bare],
+            )
+        )
+    held = sum(outcome(row) == "held" for row in rows)
+    line = f"✓ {held} claims held again, on {seeds}"
+    if held < len(rows):
+        line = (
+            f"✓ {held} claims held again, {len(rows) - held} not refuted "
+            f"(○), on {seeds}"
+        )
+    return report.folded(
+        Markdown("\n\n".join(table.data for table in tables)), line
     )
-    return report.folded(table, f"✓ {len(rows)} claims held again, on {seeds}")

@@ -8,6 +8,7 @@ code; the visible cells stay the experiment.
 """
 
 import html
+import math
 import statistics
 
 
@@ -26,6 +27,19 @@ def glue(name, value):
     myst_glue(name, value, display=False)
 
 
+# bounds judged since the last claim was checked on too few seeds to
+# establish them: the next claim checked rests on them (Claims.check)
+_FEW_SEED_BOUNDS = []
+
+
+def judged_on_few_seeds():
+    """Note that a bound ("at least 70 % of seeds") was just judged on seeds
+    that can refute it but not establish it
+    (:class:`mha_lib.course.replication.Share`): the next claim
+    :meth:`Claims.check` records is marked not established."""
+    _FEW_SEED_BOUNDS.append(True)
+
+
 class Claims:
     """The claims of one section, each asserted when it is added.
 
@@ -38,7 +52,10 @@ class Claims:
     and counted in the line ("✗ 1 of 9 claims failed"), so that one run
     reports every claim: a replication sets it, in the open, through the
     chapter's parameters cell (:class:`ClaimLog`). ``log``, a list, receives
-    every claim checked as ``{"claim", "detail", "held"}``.
+    every claim checked as ``{"claim", "detail", "held", "established"}``:
+    ``established`` is False where the claim rests on a bound judged on too
+    few seeds to establish it (:func:`judged_on_few_seeds`), so that it held
+    only in the sense that these seeds did not refute it.
     """
 
     def __init__(self, title="Checked", *, keep_going=False, log=None):
@@ -48,11 +65,20 @@ class Claims:
 
     def check(self, condition, claim, detail=None):
         held = bool(condition)
+        established = not _FEW_SEED_BOUNDS
+        _FEW_SEED_BOUNDS.clear()
         if not held and not self.keep_going:
             raise AssertionError(
                 claim if detail is None else f"{claim} ({detail})"
             )
-        self.log.append({"claim": claim, "detail": detail, "held": held})
+        self.log.append(
+            {
+                "claim": claim,
+                "detail": detail,
+                "held": held,
+                "established": established,
+            }
+        )
         self.results.append((claim, held))
         return self
 
@@ -120,8 +146,14 @@ class ClaimLog:
 
 def spread(values, digits=3):
     """``median m (min to max)`` of some numbers, as text ("to", not a dash,
-    which would read as a minus sign before a negative maximum)."""
+    which would read as a minus sign before a negative maximum). NaN or
+    infinity, which has no place among them, is refused."""
     values = list(values)
+    if not values or not all(math.isfinite(v) for v in values):
+        raise ValueError(
+            f"spread needs finite numbers, got {values[:8]} (a diverged "
+            "run? report how many diverged apart)"
+        )
     low, middle, high = (
         _rounded(v, digits)
         for v in (min(values), statistics.median(values), max(values))
@@ -138,7 +170,10 @@ def signed(value, digits=3):
 
 def _rounded(value, digits):
     """``value`` to ``digits`` decimals, a negative that rounds to zero
-    written as zero ("0.000", not "-0.000")."""
+    written as zero ("0.000", not "-0.000"); NaN or infinity, no number to
+    report, is refused."""
+    if not math.isfinite(value):
+        raise ValueError(f"a reported number must be finite, got {value}")
     text = f"{value:.{digits}f}"
     return text.lstrip("-") if float(text) == 0 else text
 

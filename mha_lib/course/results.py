@@ -10,18 +10,23 @@ that stops resumes where it stopped: :class:`Parts` keeps the finished parts on
 disk.
 
 Each file also carries the SHA-256 of its content (``sha256``), which
-:func:`load` checks, so a truncated or hand-edited file is refused with the
-command that writes it again instead of being drawn as if it were measured.
+:func:`load` checks against a digest held outside the file: the one this code
+keeps for a shipped file (:data:`SHIPPED`), or the one :func:`save` returned
+to the run that just wrote it. A truncated, hand-edited or re-sealed file is
+refused with the command that writes it again instead of being drawn as if it
+were measured; no folder or setting makes a file vouch for itself.
 """
 
 import hashlib
 import json
+import math
 import platform
 import re
 import sys
 import time
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -65,6 +70,7 @@ def digest(record):
 
 
 def _write(path, record):
+    """Write ``record`` with its SHA-256 to ``path``; returns the digest."""
     try:
         record = {**record, "sha256": digest(record)}
     except ValueError as error:  # json's "Out of range float values ..."
@@ -74,6 +80,15 @@ def _write(path, record):
             f"({error})"
         ) from None
     path.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")
+    return record["sha256"]
+
+
+class Saved(NamedTuple):
+    """Where :func:`save` wrote a results file, and the SHA-256 that
+    :func:`load` checks it against (``load(name, folder, sha256=...)``)."""
+
+    path: Path
+    sha256: str
 
 
 def _command_line():
@@ -90,7 +105,8 @@ def save(
     name, data, *, device, seconds, folder=None, command=None, ran_in=None
 ):
     """Write ``data``, its provenance and their SHA-256 to
-    ``<folder>/<name>.json``; returns the path.
+    ``<folder>/<name>.json``; returns :class:`Saved` (the path and the
+    digest, which reading the file back must match).
 
     ``seconds`` is the run's wall time (summed over its parts, where it was
     resumed); ``command``, the command that writes the file again, is by
@@ -108,13 +124,13 @@ def save(
         "data": data,
     }
     path = folder / f"{name}.json"
-    _write(path, record)
+    sha256 = _write(path, record)
     if folder == FOLDER:
         print(
             f"{name}.json written; its SHA-256 for SHIPPED in "
-            f"mha_lib/course/results.py: {digest(record)}"
+            f"mha_lib/course/results.py: {sha256}"
         )
-    return path
+    return Saved(path, sha256)
 
 
 # The SHA-256 of each results file shipped in mha_lib/course/results, kept in
@@ -144,10 +160,10 @@ SHIPPED = {
         "80f5a8829898ec0bcd57e05e1af527e229d485ab7e65aed053cccbae3d892b34"
     ),
     "ch7_replication-200-209": (
-        "b0155c8763c6b6d1a96b16b24fb96143e27f472764cb4a95addfd99829567afc"
+        "28b4d75481998ebef920b0e9e7551ea0c9150e7cdd2051b1683d5f9bfa0795b8"
     ),
     "ch7_replication-300-309": (
-        "33d71df3492708c5bbe26594b33b1ba2be5d7feda457af60ad499815eaeff8d4"
+        "139c1e4626f04990a56dc5e1eeb3ba86cbf3fc2cffa764b1fd42a4eecd131f91"
     ),
     "ch7_step_times": (
         "7ada1f64ab9790cb0cd9e9b98a5766640bde7ffb9c70a7ae7e9047da6a7cbb11"
@@ -206,22 +222,34 @@ class DamagedResults(ValueError):
     """A results file that is not what its command wrote."""
 
 
-def load(name, folder=None):
+def load(name, folder=None, *, sha256=None):
     """The stored record ``name`` (``command``, ``environment``,
     ``wall_seconds``, ``data``), after checking its SHA-256.
 
-    A file shipped with the library (``folder`` None) must carry the digest
-    that :data:`SHIPPED` holds for it; any other (``folder``: where
-    ``scripts/replicate.py`` keeps a chapter's runs on new seeds, say) must
-    match the digest it carries. Raises :class:`DamagedResults`, naming the
-    file and how to get a clean one, when the file is not valid JSON, carries
-    no hash, or its content does not match. The message is this code's own
-    text: nothing read from the file is repeated.
+    ``folder``: where the file lies (by default the library's own results);
+    the digest it is checked against never comes from the file: ``sha256``,
+    the one :func:`save` returned to the run that wrote it (as
+    ``scripts/replicate.py`` passes its fresh runs on new seeds to a
+    chapter), or else the one :data:`SHIPPED` holds for ``name``. Raises
+    :class:`DamagedResults`, naming the file and how to get a clean one, when
+    the file is not valid JSON, holds NaN or infinity, carries no hash, or
+    its content does not match; ``ValueError`` where no digest is known. The
+    message is this code's own text: nothing read from the file is repeated.
     """
     if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
         raise ValueError(
             f"name must be a results file's name such as 'ch5_experiment', "
             f"got {name!r}"
+        )
+    expected = SHIPPED.get(name) if sha256 is None else sha256
+    if not (
+        isinstance(expected, str) and re.fullmatch("[0-9a-f]{64}", expected)
+    ):
+        raise ValueError(
+            f"no SHA-256 to check results file {name!r} against: pass "
+            "sha256=, the digest that save() returned to the run that wrote "
+            "it, or add it to SHIPPED in mha_lib/course/results.py; a file's "
+            f"own hash does not vouch for it (got sha256={sha256!r})"
         )
     if folder is None:
         path = resources.files(__package__) / "results" / f"{name}.json"
@@ -239,37 +267,68 @@ def load(name, folder=None):
             "again from the book (its first cell carries the stored files)."
         )
 
-    text = path.read_text()
     try:
-        record = json.loads(text)
+        record = _parse(path.read_text())
     except json.JSONDecodeError:
         raise damaged("is not valid JSON") from None
+    except _NotANumber:
+        raise damaged("holds NaN or infinity, which no run writes") from None
     if not isinstance(record, dict) or "sha256" not in record:
         raise damaged("carries no SHA-256 of its content")
     if digest(record) != record["sha256"]:
         raise damaged("does not match the SHA-256 it carries (it was edited)")
-    if folder is None and SHIPPED.get(name) != record["sha256"]:
+    if record["sha256"] != expected:
         raise damaged(
-            "does not match the SHA-256 that mha_lib/course/results.py "
-            "holds for it"
+            "does not match the SHA-256 that "
+            + (
+                "mha_lib/course/results.py holds for it"
+                if sha256 is None
+                else "the run that wrote it returned"
+            )
         )
     return record
 
 
+class _NotANumber(ValueError):
+    """A results file holds NaN or infinity (which :func:`save` refuses)."""
+
+
+def _parse(text):
+    """JSON ``text`` read strictly: ``NaN``, ``Infinity`` and numbers too
+    large for a float raise :class:`_NotANumber`."""
+
+    def number(token):
+        value = float(token)
+        if not math.isfinite(value):
+            raise _NotANumber(token)
+        return value
+
+    def constant(token):
+        raise _NotANumber(token)
+
+    return json.loads(text, parse_float=number, parse_constant=constant)
+
+
 def seal(name, folder=None):
     """Add the SHA-256 to a results file written before files carried one;
-    returns the digest.
+    returns the digest, for :data:`SHIPPED`.
 
     A one-off for files whose data is known good (the shipped ones were
     checked by their chapters): the data is not changed, only ``sha256`` is
-    added. A file that already carries one is checked instead.
+    added. A file that already carries one is checked instead: against
+    :data:`SHIPPED` where it holds the file, else against its content.
     """
     path = (FOLDER if folder is None else Path(folder)) / f"{name}.json"
-    record = json.loads(path.read_text())
+    record = _parse(path.read_text())
     if "sha256" in record:
-        return load(name, folder)["sha256"]
-    _write(path, record)
-    return digest(record)
+        if name in SHIPPED:
+            return load(name, folder)["sha256"]
+        if digest(record) != record["sha256"]:
+            raise DamagedResults(
+                f"{path} does not match the SHA-256 it carries (it was edited)"
+            )
+        return record["sha256"]
+    return _write(path, record)
 
 
 class Parts:
@@ -329,8 +388,8 @@ class Parts:
 
     def save(self, data, *, device, ran_in=None):
         """:func:`save` ``data`` as ``<name>.json`` with the parts' wall time,
-        then remove the partial file; returns the path."""
-        path = save(
+        then remove the partial file; returns :class:`Saved`."""
+        saved = save(
             self.name,
             data,
             device=device,
@@ -340,5 +399,5 @@ class Parts:
         )
         self.path.unlink(missing_ok=True)
         self.path.with_suffix(".lock").unlink(missing_ok=True)
-        print(f"wrote {path}: {self.seconds:.0f} s of training")
-        return path
+        print(f"wrote {saved.path}: {self.seconds:.0f} s of training")
+        return saved

@@ -25,9 +25,23 @@ from torch import nn
 from ..layers import ChunkedLinear
 
 
+def check_members(x, members):
+    """``x``'s leading (batch) axis, refused where it does not split into
+    ``members`` equal blocks (one per stacked model)."""
+    if x.dim() == 0 or x.shape[0] % members:
+        raise ValueError(
+            f"a stack of {members} models takes a batch of members * rows, "
+            f"one block of rows per member; got shape {tuple(x.shape)}, "
+            f"whose {x.shape[0] if x.dim() else 'missing'} rows do not "
+            f"split into {members}"
+        )
+    return x.shape[0]
+
+
 def by_member(x, members):
     """``(members * rows, ..., features)`` -> ``(members, rows * ...,
     features)``."""
+    check_members(x, members)
     return x.reshape(members, -1, x.shape[-1])
 
 
@@ -42,6 +56,7 @@ def broadcast_add(x, parameter):
     if parameter.dim() < x.dim():
         return x + parameter
     members = parameter.shape[0]
+    check_members(x, members)
     grouped = x.view(members, -1, *x.shape[1:])  # (members, batch, ...)
     return (grouped + parameter.unsqueeze(1)).view(x.shape)
 
@@ -90,6 +105,7 @@ class Embedding(_Stacked):
 
     def forward(self, ids):
         members = self.weight.shape[0]
+        check_members(ids, members)
         rows = ids.reshape(members, -1)  # (members, ids of one member)
         member = torch.arange(members, device=ids.device)[:, None]
         # (members * batch, ..., dim)
@@ -118,6 +134,7 @@ class Chunked(_Stacked):
     def forward(self, x):
         members, heads, chunk, _ = self.weight.shape
         batch, seq, _ = x.shape
+        check_members(x, members)
         # (members * batch, seq, heads * chunk) -> (members, batch, seq,
         # heads, chunk)
         chunks = x.view(members, batch // members, seq, heads, chunk)

@@ -10,6 +10,21 @@ import statistics
 import torch
 
 
+def finite(name, values):
+    """``values`` as a flat float64 tensor, refused (``ValueError`` naming
+    ``name`` and the values) where one is NaN or infinite: a diverged run is
+    no number to take a mean, a median or an interval of."""
+    values = torch.as_tensor(values, dtype=torch.float64).flatten()
+    if not torch.isfinite(values).all():
+        shown = values.tolist()
+        shown = shown if len(shown) <= 8 else [*shown[:8], "..."]
+        raise ValueError(
+            f"{name} must be finite numbers, got {shown} (NaN or infinity: a "
+            "training diverged? count it apart, as a failure)"
+        )
+    return values
+
+
 def rank_correlation(a, b):
     """Spearman rank correlation of two equally long sets of numbers.
 
@@ -17,18 +32,13 @@ def rank_correlation(a, b):
     ranks them), so the result does not depend on the order of the items. A
     constant sequence has no ranking to correlate: refused.
     """
-    a, b = (
-        torch.as_tensor(a, dtype=torch.float64).flatten(),
-        torch.as_tensor(b, dtype=torch.float64).flatten(),
-    )
+    a, b = finite("a", a), finite("b", b)
     if a.shape != b.shape or a.numel() < 2:
         raise ValueError(
             "rank_correlation needs two sequences of one length >= 2, got "
             f"{a.numel()} and {b.numel()}"
         )
     for name, values in (("a", a), ("b", b)):
-        if not torch.isfinite(values).all():
-            raise ValueError(f"{name} holds NaN or infinite values")
         if (values == values[0]).all():
             raise ValueError(
                 f"{name} is constant: its rank correlation is undefined"
@@ -64,8 +74,7 @@ def paired_bootstrap(
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    first = torch.as_tensor(first, dtype=torch.float64).flatten()
-    second = torch.as_tensor(second, dtype=torch.float64).flatten()
+    first, second = finite("first", first), finite("second", second)
     groups = torch.as_tensor(groups).flatten()
     if not first.shape == second.shape == groups.shape:
         raise ValueError("first, second and groups need one entry per item")
@@ -91,8 +100,8 @@ def student_t_quantile(p, df):
     integrated with Simpson's rule (about 1e-9 accurate)."""
     if not 0 < p < 1:
         raise ValueError(f"p must be a probability in (0, 1), got {p}")
-    if not df > 0:
-        raise ValueError(f"df must be positive, got {df}")
+    if not (df > 0 and math.isfinite(df)):
+        raise ValueError(f"df must be a positive finite number, got {df}")
     if p < 0.5:
         return -student_t_quantile(1 - p, df)
     log_scale = (
@@ -131,8 +140,7 @@ def paired_t_interval(first, second, *, confidence=0.95):
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    first = torch.as_tensor(first, dtype=torch.float64).flatten()
-    second = torch.as_tensor(second, dtype=torch.float64).flatten()
+    first, second = finite("first", first), finite("second", second)
     if first.shape != second.shape or first.numel() < 2:
         raise ValueError(
             "paired_t_interval needs two sequences of one length >= 2, got "
@@ -161,7 +169,7 @@ def wilson_interval(successes, trials, z=1.96):
             "need 0 <= successes <= trials and trials > 0, got "
             f"{successes} and {trials}"
         )
-    if not z > 0:
+    if not (z > 0 and math.isfinite(z)):
         raise ValueError(
             f"z must be a positive number of standard errors (1.96 for 95 %), "
             f"got {z}"
@@ -182,13 +190,24 @@ def best_rate(losses_by_rate, solved_below=None):
     ``losses_by_rate``: ``{rate: [final loss of each seed]}``. Counting solved
     seeds first keeps a rate that solves some seeds from losing to one whose
     median sits lower on a plateau; a median over several tuning seeds is less
-    at the mercy of one seed's luck than one seed's best.
+    at the mercy of one seed's luck than one seed's best. A seed whose loss
+    is NaN or infinite diverged: it counts as the worst loss (never solved),
+    so a rate that diverges ranks below every rate that does not.
     """
     if not losses_by_rate:
         raise ValueError("losses_by_rate is empty: no rate to choose")
+    if solved_below is not None and not math.isfinite(solved_below):
+        raise ValueError(
+            f"solved_below must be a finite loss, got {solved_below}"
+        )
 
     def rank(rate):
-        losses = losses_by_rate[rate]
+        losses = [
+            loss if math.isfinite(loss) else math.inf
+            for loss in losses_by_rate[rate]
+        ]
+        if not losses:
+            raise ValueError(f"rate {rate} has no losses to rank it by")
         if solved_below is None:
             return statistics.median(losses)
         solved = sum(loss < solved_below for loss in losses)

@@ -19,6 +19,7 @@ then trains all seeds and writes them.
 
 import hashlib
 import inspect
+import math
 import time
 from pathlib import Path
 
@@ -45,10 +46,33 @@ def settings_of(task, training):
     return f"{task!r} {named}"
 
 
-class StoredModels:
-    """The stored trainings of one chapter (see the module's text)."""
+def largest_gap(key, pairs):
+    """The largest ``|live - stored|`` over ``pairs`` ``(seed, history,
+    live, stored)``. A loss that is NaN or infinite is no number to compare
+    (``max`` would skip a NaN, or keep it, depending on where it stands):
+    refused, naming the seed and the history it is in."""
+    for seed, name, *values in pairs:
+        if not all(math.isfinite(value) for value in values):
+            raise ValueError(
+                f"{key!r}, seed {seed}: a value of its {name} history is "
+                f"not a finite number (live, stored: {values}); a training "
+                "diverged, so the stored models cannot be checked"
+            )
+    return max(abs(live - stored) for _, _, live, stored in pairs)
 
-    def __init__(self, name, *, check=2, folder=None, store=False):
+
+class StoredModels:
+    """The stored trainings of one chapter (see the module's text).
+
+    The record is checked against the SHA-256 the library holds for ``name``
+    (:data:`mha_lib.course.results.SHIPPED`), or, for models stored in
+    another ``folder``, against ``sha256``: the :attr:`sha256` of the
+    ``StoredModels`` that stored them.
+    """
+
+    def __init__(
+        self, name, *, check=2, folder=None, store=False, sha256=None
+    ):
         if not isinstance(store, bool):
             raise TypeError(f"store must be True or False, got {store!r}")
         self.name = name
@@ -59,8 +83,9 @@ class StoredModels:
         self.runs, self.weights, self.seconds = {}, {}, 0.0
         self.rows = []  # (key, how the seeds were had, largest difference)
         self.record = None
+        self.sha256 = None  # of the file this one stored, once it has
         if not self.storing and self.weights_path.is_file():
-            self.record = results.load(name, folder)
+            self.record = results.load(name, folder, sha256=sha256)
             self._load_weights()
 
     def _load_weights(self):
@@ -98,14 +123,17 @@ class StoredModels:
             task, seeds=seeds[: self.check], device=device, **training
         )
         device = next(live[0][0].parameters()).device
-        gap = max(
-            abs(a - b)
-            for seed, (_, history) in zip(seeds, live)
-            for name in ("loss", "eval")
-            for a, b in zip(
-                history.get(name, []),
-                entry["histories"][str(seed)].get(name, []),
-            )
+        gap = largest_gap(
+            key,
+            [
+                (seed, name, a, b)
+                for seed, (_, history) in zip(seeds, live)
+                for name in ("loss", "eval")
+                for a, b in zip(
+                    history.get(name, []),
+                    entry["histories"][str(seed)].get(name, []),
+                )
+            ],
         )
         tolerance = 1e-3 if device.type == "cpu" else 2e-2
         if not gap < tolerance:
@@ -148,14 +176,14 @@ class StoredModels:
         torch.save(self.weights, self.weights_path)
         digest = hashlib.sha256(self.weights_path.read_bytes()).hexdigest()
         device = next(runs[0][0].parameters()).device
-        results.save(
+        self.sha256 = results.save(
             self.name,
             {"weights_sha256": digest, "runs": self.runs},
             device=device,
             seconds=self.seconds,
             folder=self.folder,
             command=f"{STORE_COMMAND} {self.name}",
-        )
+        ).sha256
         self.rows.append((key, f"all {len(seeds)} trained and stored", None))
         return runs
 
