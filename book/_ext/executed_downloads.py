@@ -435,7 +435,7 @@ def plain_chapter(notebook, extras, edition, catalog=None, text=False):
                 output["data"]["image/png"] = renderings["zh"]
             if edition == "zh":
                 outputs_in_chinese(output.get("data", {}))
-            if edition == "zh" and output.get("output_type") == "stream":
+            if edition == "zh" and output.get("name") == "stdout":
                 output["text"] = printed_in_chinese(output["text"])
         if cell.cell_type != "markdown":
             continue
