@@ -427,6 +427,10 @@ def plain_chapter(notebook, extras, edition, catalog=None, text=False):
 
     glued, cited = glued_values(notebook), citations()
     for cell in notebook.cells:
+        if "skip-execution" in cell.metadata.get("tags", []):
+            # a live control, for the reader's kernel: the build runs it not,
+            # the test command's nbval does; the download shows it unrun
+            cell.outputs = []
         for output in cell.get("outputs", []):
             # a figure as drawn for the edition; the page's other renderings
             # stay with the book
