@@ -5,7 +5,6 @@ twin, no paragraph of prose left in English, and every character it shows
 in the font the book serves. Opened in Chromium in
 ``test_chinese_pages.py``."""
 
-import copy
 import json
 import re
 from collections import Counter
@@ -350,21 +349,30 @@ def test_the_book_serves_a_glyph_for_every_chinese_character(twins):
 JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
+# what a page does not draw in its own fonts (maths is MathJax's), and what
+# it draws in its monospace
+NOT_DRAWN = {"script", "style", "noscript", "mjx-container", "math"}
+MONOSPACE = {"pre", "code"}
+
+
 def _drawn_text(page):
     """(text in the pages' sans-serif, text in their monospace) of a page,
-    its interactive figures' strings included; maths is MathJax's."""
-    page = copy.copy(page)
-    figures = "".join(
+    its interactive figures' strings included."""
+    sans = [
         json.loads(f'"{string}"')
         for script in page.select("article .cell_output script")
         for string in JSON_STRING.findall(script.get_text())
-    )
-    for tag in page.select(".math, mjx-container, script, style, noscript"):
-        tag.decompose()
-    code = "".join(tag.get_text() for tag in page.select("pre, code"))
-    for tag in page.select("pre, code"):
-        tag.decompose()
-    return page.get_text() + figures, code
+    ]
+    mono = []
+    for string in page.find_all(string=True):
+        around = set()
+        for parent in string.parents:
+            around.add(parent.name)
+            if "math" in (parent.get("class") or []):
+                around.add("math")
+        if not around & NOT_DRAWN:
+            (mono if around & MONOSPACE else sans).append(str(string))
+    return "".join(sans), "".join(mono)
 
 
 def test_every_character_is_drawn_in_a_font_the_book_serves(twins):

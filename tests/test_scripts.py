@@ -1,6 +1,7 @@
 """The scripts of scripts/ run on their own checkout, on one thread unless
 asked otherwise (scripts/checkout.py)."""
 
+import os
 import subprocess
 import sys
 
@@ -93,20 +94,22 @@ def test_a_script_refuses_another_checkouts_mha_lib(tmp_path):
     assert str(other) in result.stderr
 
 
-def test_scripts_take_one_thread_unless_told(tmp_path):
-    code = (
-        f"import sys; sys.path.insert(0, {str(SCRIPTS)!r})\n"
-        "import checkout, torch\n"
-        "sys.argv = ['x'] + sys.argv[1:]\n"
-        "checkout.threads_only('A script.')\n"
-        "print(torch.get_num_threads())\n"
-    )
-    for arguments, threads in (([], "1"), (["--threads", "2"], "2")):
-        result = subprocess.run(
-            [sys.executable, "-c", code, *arguments],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert result.stdout.split() == [threads], result.stderr
+def test_scripts_take_one_thread_unless_told(monkeypatch):
+    """In this process (a script's own start costs seconds of imports): the
+    threads, and what the kernels a script starts inherit, set back after."""
+    import torch
+
+    for name in ("PYTHONPATH", "OMP_NUM_THREADS"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    import checkout
+
+    before = torch.get_num_threads()
+    try:
+        for arguments, threads in (([], 1), (["--threads", "2"], 2)):
+            monkeypatch.setattr(sys, "argv", ["a-script", *arguments])
+            checkout.threads_only("A script.")
+            assert torch.get_num_threads() == threads
+            assert os.environ["OMP_NUM_THREADS"] == str(threads)
+    finally:
+        torch.set_num_threads(before)
