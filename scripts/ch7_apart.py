@@ -43,6 +43,7 @@ steps into a temporary folder (never the results folder).
 """
 
 import argparse
+import gzip
 import json
 import math
 import subprocess
@@ -51,7 +52,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
+import checkout  # this checkout's mha_lib, first
 from ch7_experiment import (
     BATCH,
     CONTEXT,
@@ -136,7 +137,9 @@ def texts():
     without the tuning block, which is their held-out text."""
     corpus = load_bible()  # checks the file's SHA-256
     rest, block = [], []
-    for line in text_path().read_text("utf-8").splitlines():
+    for line in (
+        gzip.decompress(text_path().read_bytes()).decode().splitlines()
+    ):
         verse = json.loads(line)
         if verse["book"] not in HELD_OUT_BOOKS:
             part = block if verse["book"] in TUNING_BOOKS else rest
@@ -207,7 +210,7 @@ def stored_runs():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, default=1)
+    checkout.add_threads(parser)
     parser.add_argument(
         "--plan", action="store_true", help="list the parts, train nothing"
     )
@@ -220,13 +223,7 @@ def main():
         "one)",
     )
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    here = Path(mha_lib.__file__).resolve()
-    if not here.is_relative_to(ROOT):
-        raise SystemExit(
-            f"mha_lib is imported from {here.parent}, not from this checkout "
-            f"({ROOT}): run with PYTHONPATH={ROOT}"
-        )
+    checkout.use_threads(args.threads)
     if args.smoke is not None and args.smoke.resolve() == results.FOLDER:
         raise SystemExit("--smoke writes to a folder of its own")
     schedule = SMOKE if args.smoke is not None else Schedule()
