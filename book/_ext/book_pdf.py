@@ -135,6 +135,10 @@ READY = """async () => {
     if (!(await Promise.race([typeset, late])))
       return "MathJax did not finish typesetting";
   }
+  // every face the page declares, loaded before the first print: print may
+  // ask for a face the screen did not use (a bold oblique), which then came
+  // in between the two prints and moved a heading to another page
+  await Promise.all([...document.fonts].map(f => f.load().catch(() => {})));
   await document.fonts.ready;
   await Promise.all([...document.images].map(i => i.decode().catch(() => {})));
   return "";
@@ -550,22 +554,29 @@ def print_pdf(html_path, pdf_path, outdir, titles):
                 path=str(pdf_path),
                 format="A4",
                 print_background=True,
-                outline=True,
-                tagged=True,
                 display_header_footer=True,
                 header_template="<span></span>",
                 footer_template=FOOTER,
             )
             # printed twice: the first print says on which page each heading
             # fell, the second carries those numbers in the contents (the
-            # first without tags, bookmarks and footer, and with the figures
-            # and equations laid out but not painted, which move nothing:
-            # 4 s instead of 10)
+            # first without tags and bookmarks, and with the figures laid out
+            # but not painted: 4 s instead of 10; with the same footer)
             unpainted = page.add_style_tag(content=UNPAINTED)
-            page.pdf(path=str(pdf_path), format="A4")
-            unpainted.evaluate("style => style.remove()")
-            page.evaluate(FILL_NUMBERS, destination_pages(pdf_path))
             page.pdf(**options)
+            unpainted.evaluate("style => style.remove()")
+            # printed again while a heading fell on another page than the
+            # contents say: Chromium's layout of one page can alternate from
+            # one print to the next (a heading near a page's end, seen), so
+            # the numbers filled in are those of the print before last
+            prints = [destination_pages(pdf_path)]
+            for _ in range(4):
+                said = prints[-2] if len(prints) > 1 else prints[-1]
+                page.evaluate(FILL_NUMBERS, said)
+                page.pdf(**options, outline=True, tagged=True)  # bookmarks
+                prints.append(destination_pages(pdf_path))
+                if prints[-1] == said:
+                    break
             browser.close()
     finally:
         server.shutdown()
@@ -636,9 +647,10 @@ def _build_pdf(app, exception):
     html_path.write_text(str(book), encoding="utf-8")
     # a rebuild that changed nothing the PDF shows (a comment, say) keeps it
     printed_from = outdir / f"{PDF_NAME}.printed-from"
-    # (runs of white space as one: a comment leaves its line's end behind)
+    # (runs of white space as one: a comment leaves its line's end behind;
+    # and how it prints: this file)
     shown = re.sub(r"\s+", " ", str(book)).encode()
-    digest = hashlib.sha256(shown).hexdigest()
+    digest = hashlib.sha256(shown + Path(__file__).read_bytes()).hexdigest()
     if (outdir / PDF_NAME).is_file() and printed_from.is_file():
         if printed_from.read_text() == digest:
             logger.info(f"book_pdf: {PDF_NAME} kept, the book is as printed")
