@@ -86,18 +86,9 @@ def all_cached(env):
     """Whether every notebook's outputs are in the execution cache (as after
     the test command's nbval run), so that the Chinese build can read them
     at once instead of after the English build has run what was missing."""
-    import nbformat
-    from jupyter_cache import get_cache
+    from chapters_ahead import missing
 
-    cache = get_cache(env.mystnb_config.execution_cache_path)
-    for docname in env.found_docs:
-        path = env.doc2path(docname)
-        if str(path).endswith(".ipynb"):
-            try:
-                cache.match_cache_notebook(nbformat.read(path, as_version=4))
-            except KeyError:
-                return False
-    return True
+    return not missing(env)
 
 
 def _start_early(app, env, docnames):
