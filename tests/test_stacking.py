@@ -97,3 +97,74 @@ def test_a_batch_that_does_not_split_into_the_members_is_refused(
         together(rows())
     with pytest.raises(ValueError, match="do not split into 3"):
         broadcast_add(torch.randn(4, 7, 5), torch.randn(3, 7, 5))
+
+
+class GatedAttention(MultiHeadAttention):
+    """A kind no twin was written for: one learned gate per head, a parameter
+    of the layer itself."""
+
+    def __init__(self, d_model, num_heads):
+        super().__init__(d_model, num_heads)
+        self.gate = nn.Parameter(torch.ones(num_heads))
+
+    def forward(self, query, **masks):
+        return super().forward(query, head_mask=self.gate, **masks)
+
+
+def test_any_module_with_parameters_of_its_own_is_stacked_exactly():
+    torch.manual_seed(0)
+    models = [
+        nn.Sequential(nn.Linear(4, 8), GatedAttention(8, 2)) for _ in range(3)
+    ]
+    for index, model in enumerate(models):
+        model[1].gate.data.fill_(index + 0.5)  # members differ
+    together = stacked(models)
+    assert isinstance(together[0], nn.Module) and together[1].gate.shape == (
+        3,
+        2,
+    )
+    assert [n for n, _ in together.named_parameters()] == [
+        n for n, _ in models[0].named_parameters()
+    ]
+    x = torch.randn(3 * 2, 5, 4)
+    for options in ({}, {"is_causal": True, "need_weights": True}):
+        hidden = together[0](x)
+        out, weights = together[1](hidden, **options)
+        rows = zip(models, x.chunk(3))
+        expected = [m[1](m[0](r), **options) for m, r in rows]
+        assert torch.allclose(
+            out, torch.cat([e[0] for e in expected]), atol=1e-6
+        )
+        if options:
+            assert torch.allclose(
+                weights, torch.cat([e[1] for e in expected]), atol=1e-6
+            )
+        else:
+            assert weights is None
+    out.sum().backward()  # a step on the stack is each member's step
+    for index, model in enumerate(models):
+        rows = x.chunk(3)[index]
+        model[1](model[0](rows), **options)[0].sum().backward()
+        assert torch.allclose(
+            together[1].gate.grad[index], model[1].gate.grad, atol=1e-5
+        )
+    with torch.no_grad():
+        together[1].gate.mul_(2)
+    unstack(together, models)
+    assert torch.equal(models[2][1].gate, torch.full((2,), 5.0))
+
+
+def test_the_per_head_layer_and_its_shared_bias_are_stacked_exactly():
+    from mha_lib import PerHeadAttention
+
+    modules = members_of(PerHeadAttention, 6, 3)
+    x = torch.randn(3 * 2, 4, 6)
+    together = stacked(modules)  # its out_bias is the layer's own
+    expected = [
+        m(rows, is_causal=True)[0] for m, rows in zip(modules, x.chunk(3))
+    ]
+    assert torch.allclose(
+        together(x, is_causal=True)[0], torch.cat(expected), atol=1e-6
+    )
+    with pytest.raises(ValueError, match=r"stack of 3 models .* 4 rows do"):
+        together(torch.randn(4, 4, 6))

@@ -51,6 +51,8 @@ class CharTransformer(nn.Module):
     weights)``: position t predicts character t + 1 from characters 0 .. t.
     """
 
+    stacked_in_place = ("position",)  # added with broadcast_add
+
     def __init__(
         self, vocab_size, *, attention, context, num_layers=2, mlp_ratio=4
     ):

@@ -21,6 +21,8 @@ class AttentionModel(nn.Module):
     ``chunked``).
     """
 
+    stacked_in_place = ("position",)  # added with broadcast_add
+
     def __init__(
         self, d_in, d_out, *, seq_len, num_layers=1, attention=None, **sizes
     ):

@@ -12,15 +12,21 @@ together (:func:`mha_lib.course.training.train_together`) runs the one forward
 pass that training one model runs, as a few large matrix products instead of
 many small ones. The layers themselves know nothing of members.
 
-A parameter held directly by a module (a table of learned positions) is
-stacked in place; the model adds it with :func:`broadcast_add`.
+Any other module that holds parameters of its own (a layer with a learned
+gate per head, say) needs no twin written for it: :class:`Vmapped` stacks its
+parameters under the same names and runs its own forward once per member with
+``torch.func.vmap``, slower than a twin but exact. A module that adds its own
+parameters with :func:`broadcast_add` (a table of learned positions) names
+them in ``stacked_in_place``; they are stacked in place.
 """
 
 import copy
+import warnings
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call, vmap
 
 from ..layers import ChunkedLinear
 
@@ -148,6 +154,65 @@ class Chunked(_Stacked):
         return out.flatten(0, 1).transpose(1, 2)
 
 
+class Vmapped(nn.Module):
+    """Any module of one class, stacked: its parameters ``(members, *shape)``
+    under a member's names, its own forward run once per member by
+    ``torch.func.vmap`` on that member's rows.
+
+    Positional tensors are split into members (one block of rows each);
+    keyword arguments (masks, flags) are shared by every member. Outputs are
+    tensors, or tuples of tensors and ``None``.
+    """
+
+    def __init__(self, modules):
+        super().__init__()
+        shared = {id(p): p for p in modules[0].parameters()}
+        template = copy.deepcopy(modules[0], memo=shared)
+        for name, child in template.named_children():
+            self.add_module(name, child)  # the children the template calls
+        for name, _ in modules[0].named_buffers(recurse=False):
+            self.register_buffer(name, getattr(template, name))
+        for name, _ in modules[0].named_parameters():
+            owner, _, attribute = name.rpartition(".")
+            values = [m.get_parameter(name).detach() for m in modules]
+            owner = self.get_submodule(owner) if owner else self
+            owner.register_parameter(
+                attribute, nn.Parameter(torch.stack(values))
+            )
+        self.template = (template,)  # in a tuple: not a child of this twin
+
+    def forward(self, *inputs, **options):
+        parameters = dict(self.named_parameters())
+        buffers = dict(self.named_buffers())
+        members = next(iter(parameters.values())).shape[0]
+        split = [
+            x.view(members, check_members(x, members) // members, *x.shape[1:])
+            if torch.is_tensor(x)
+            else x
+            for x in inputs
+        ]  # each tensor (members * batch, ...) -> (members, batch, ...)
+        dims = [0 if torch.is_tensor(x) else None for x in inputs]
+        layout = []  # the output's structure: where its tensors go
+
+        def member(own, *rows):
+            out = functional_call(
+                self.template[0], (own, buffers), rows, options
+            )
+            layout[:] = [out] if torch.is_tensor(out) else list(out)
+            return tuple(x for x in layout if x is not None)
+
+        with warnings.catch_warnings():  # a kernel vmap runs one by one
+            warnings.filterwarnings("ignore", "There is a performance drop")
+            tensors = iter(
+                vmap(member, in_dims=(0, *dims))(parameters, *split)
+            )
+        # each (members, batch, ...) -> (members * batch, ...)
+        out = [
+            None if x is None else next(tensors).flatten(0, 1) for x in layout
+        ]
+        return out[0] if len(out) == 1 and out[0] is not None else tuple(out)
+
+
 TWINS = {
     nn.Linear: Linear,
     nn.Embedding: Embedding,
@@ -156,29 +221,47 @@ TWINS = {
 }
 
 
+def twin(parts):
+    """The stacked twin of one module of each model: a written twin
+    (``TWINS``), a :class:`Vmapped` module for any other module that holds
+    parameters, or None for a module whose parameters are its children's or
+    stacked in place (``stacked_in_place``)."""
+    first = parts[0]
+    own = {name for name, _ in first.named_parameters(recurse=False)}
+    if type(first) in TWINS and own:
+        return TWINS[type(first)](parts)
+    if own - set(getattr(first, "stacked_in_place", ())):
+        return Vmapped(parts)
+    return None
+
+
 def stacked(models):
     """One module that runs all ``models`` (one architecture) at once: a copy
-    of the first whose weighted modules are replaced by their stacked twins."""
+    of the first whose modules with parameters are replaced by their stacked
+    twins (:func:`twin`)."""
     if not models:
         raise ValueError("stacked needs at least one model")
-    if type(models[0]) in TWINS:
-        return TWINS[type(models[0])](models)
+    whole = twin(models)
+    if whole is not None:
+        return whole
     # a copy of the first's structure: its parameters are not copied (the
     # copy shares them until each is replaced by its stacked twin below)
     shared = {id(p): p for p in models[0].parameters()}
     together = copy.deepcopy(models[0], memo=shared)
-    names = [name for name, _ in together.named_modules()]
-    for name in names:
-        module = together.get_submodule(name)
+    replaced = []  # the twins' names: the modules below them are theirs
+    for name, module in list(together.named_modules()):
+        if any(name.startswith(done + ".") for done in replaced):
+            continue
         parts = [model.get_submodule(name) for model in models]
-        if type(module) in TWINS and list(module.parameters()):
+        new = twin(parts) if name else None  # the whole: not a twin, above
+        if new is not None:
             owner, _, attribute = name.rpartition(".")
-            twin = TWINS[type(module)](parts)
-            setattr(together.get_submodule(owner), attribute, twin)
-        elif not isinstance(module, _Stacked):
-            for attribute, _ in module.named_parameters(recurse=False):
-                values = [getattr(p, attribute).detach() for p in parts]
-                setattr(module, attribute, nn.Parameter(torch.stack(values)))
+            setattr(together.get_submodule(owner), attribute, new)
+            replaced.append(name)
+            continue
+        for attribute in getattr(module, "stacked_in_place", ()):
+            values = [part.get_parameter(attribute).detach() for part in parts]
+            setattr(module, attribute, nn.Parameter(torch.stack(values)))
     return together
 
 
