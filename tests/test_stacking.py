@@ -168,3 +168,22 @@ def test_the_per_head_layer_and_its_shared_bias_are_stacked_exactly():
     )
     with pytest.raises(ValueError, match=r"stack of 3 models .* 4 rows do"):
         together(torch.randn(4, 4, 6))
+
+
+@pytest.mark.parametrize("kind", ["standard", "wide", "chunked"])
+def test_the_course_models_stack_through_written_twins_only(kind):
+    """Their trainings keep the fast path: no part of them runs under
+    vmap."""
+    from mha_lib.course.language_model import CharTransformer
+    from mha_lib.course.model import AttentionModel
+    from mha_lib.course.stacking import Vmapped
+    from mha_lib.spec import AttentionSpec
+
+    spec = AttentionSpec.named(kind, 16, 4)
+    for make in (
+        lambda: AttentionModel(4, 4, seq_len=8, num_layers=2, attention=spec),
+        lambda: CharTransformer(11, attention=spec, context=8),
+    ):
+        together = stacked([make() for _ in range(2)])
+        assert not any(isinstance(m, Vmapped) for m in together.modules())
+        assert together.position.shape[0] == 2  # stacked in place
