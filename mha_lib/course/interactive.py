@@ -132,12 +132,7 @@ def records_chart(
     )
     if mark not in MARKS:
         raise ValueError(f"mark must be one of {MARKS}, got {mark!r}")
-    for field in (x, y):
-        if not all(isinstance(record[field], Real) for record in records):
-            raise TypeError(
-                f"records_chart plots numbers: field {field!r} holds a value "
-                "that is not a number"
-            )
+    _check_numbers(records, (x, y))
     choices = _choices(records, select)
     encoding = {
         "x": _axis(records, x, xlabel, logx),
@@ -146,31 +141,55 @@ def records_chart(
     }
     for channel, field in (("color", color), ("shape", shape)):
         if field is not None:
-            # every value, in natural order: a value keeps its colour or
-            # marker when the control filters some values out
-            choices_of_field = _choices(records, field)
-            encoding[channel] = {
-                "field": field,
-                "type": "nominal",
-                "scale": {"domain": choices_of_field},
-                "sort": choices_of_field,
-            }
+            encoding[channel] = _every_value(records, field)
     spec = {
         "width": width,
         "height": height,
         "data": {"values": records},
         "params": [_control("pick", select, choices, control, start)],
         "transform": [{"filter": f"datum[{json.dumps(select)}] == pick"}],
-        "mark": {"type": mark, "point": True, "tooltip": True}
-        if mark == "line"
-        else {"type": mark, "tooltip": True},
+        "mark": _mark(mark),
         "encoding": encoding,
     }
+    return _titled(spec, title, f"{y} against {x}, by {select}")
+
+
+def _check_numbers(records, fields):
+    """Refuse a record whose value of one of ``fields`` is not a number."""
+    for field in fields:
+        if not all(isinstance(record[field], Real) for record in records):
+            raise TypeError(
+                f"records_chart plots numbers: field {field!r} holds a value "
+                "that is not a number"
+            )
+
+
+def _every_value(records, field):
+    """A colour or marker channel over every value of ``field``, in natural
+    order: a value keeps its colour or marker when the control filters some
+    values out."""
+    choices = _choices(records, field)
+    return {
+        "field": field,
+        "type": "nominal",
+        "scale": {"domain": choices},
+        "sort": choices,
+    }
+
+
+def _mark(mark):
+    """The mark of :func:`records_chart`: lines show their points too."""
+    if mark == "line":
+        return {"type": mark, "point": True, "tooltip": True}
+    return {"type": mark, "tooltip": True}
+
+
+def _titled(spec, title, description):
+    """An :class:`Interactive` of ``spec``, with ``title`` when given; its
+    description is the title, or else ``description``."""
     if title:
         spec["title"] = title
-    return Interactive(
-        spec, description=title or f"{y} against {x}, by {select}"
-    )
+    return Interactive(spec, description=title or description)
 
 
 def attention_by_head_count(
@@ -185,45 +204,12 @@ def attention_by_head_count(
     head's). The control starts at the largest ``h``, the state with the most
     to see (and the one a printed page shows). Returns an :class:`Interactive`.
     """
-    if (
-        not isinstance(attention, dict)
-        or not isinstance(difference, dict)
-        or not attention
-    ):
-        raise TypeError(
-            "attention and difference must be non-empty dicts "
-            "{number of heads: array}"
-        )
-    if sorted(attention) != sorted(difference):
-        raise ValueError(
-            "attention and difference need the same head counts, got "
-            f"{sorted(attention)} and "
-            f"{sorted(difference)}"
-        )
+    _check_head_counts(attention, difference)
     maps, bars = [], []
     for heads in sorted(attention):
         weights, moved = _array(attention[heads]), _array(difference[heads])
-        if (
-            weights.ndim != 3
-            or weights.shape[0] != heads
-            or weights.shape[1] != moved.shape[0]
-            or moved.ndim != 1
-        ):
-            raise ValueError(
-                f"for h = {heads} expected attention (h, n_query, n_key) = "
-                f"({heads}, n, n) and difference (n_query,), "
-                f"got {weights.shape} and {moved.shape}"
-            )
-        maps += [
-            {
-                "h": heads,
-                "head": i,
-                "query": q + 1,
-                "key": k + 1,
-                "weight": round(float(weights[i, q, k]), 4),
-            }
-            for i, q, k in np.ndindex(weights.shape)
-        ]
+        _check_one_head_count(heads, weights, moved)
+        maps += _map_cells(heads, weights)
         bars += [
             {"h": heads, "query": q + 1, "difference": round(float(value), 4)}
             for q, value in enumerate(moved)
@@ -239,7 +225,71 @@ def attention_by_head_count(
         max(bar["difference"] for bar in bars),
         max(cell["weight"] for cell in maps),
     )
-    heatmaps = {
+    heatmaps = _heatmaps_by_head(maps, strongest, panel, columns)
+    moved_chart = _difference_bars(bars, top, columns * panel)
+    # the bars on top keep their place when the number of heatmap rows changes
+    spec = {"params": [pick], "vconcat": [moved_chart, heatmaps]}
+    return _titled(
+        spec,
+        title,
+        "attention maps and output difference by number of heads",
+    )
+
+
+def _check_head_counts(attention, difference):
+    """Refuse two dicts that are not ``{h: array}`` for the same ``h``."""
+    if (
+        not isinstance(attention, dict)
+        or not isinstance(difference, dict)
+        or not attention
+    ):
+        raise TypeError(
+            "attention and difference must be non-empty dicts "
+            "{number of heads: array}"
+        )
+    if sorted(attention) != sorted(difference):
+        raise ValueError(
+            "attention and difference need the same head counts, got "
+            f"{sorted(attention)} and "
+            f"{sorted(difference)}"
+        )
+
+
+def _check_one_head_count(heads, weights, moved):
+    """Refuse weights that are not ``(heads, n, n)`` or a difference that is
+    not ``(n,)``."""
+    if (
+        weights.ndim != 3
+        or weights.shape[0] != heads
+        or weights.shape[1] != moved.shape[0]
+        or moved.ndim != 1
+    ):
+        raise ValueError(
+            f"for h = {heads} expected attention (h, n_query, n_key) = "
+            f"({heads}, n, n) and difference (n_query,), "
+            f"got {weights.shape} and {moved.shape}"
+        )
+
+
+def _map_cells(heads, weights):
+    """One record per cell of every head's map ``(heads, n_query, n_key)``,
+    positions counted from 1."""
+    return [
+        {
+            "h": heads,
+            "head": i,
+            "query": q + 1,
+            "key": k + 1,
+            "weight": round(float(weights[i, q, k]), 4),
+        }
+        for i, q, k in np.ndindex(weights.shape)
+    ]
+
+
+def _heatmaps_by_head(maps, strongest, panel, columns):
+    """The picked ``h``'s attention maps, a square panel per head, on one
+    colour scale from 0 to ``strongest``."""
+    return {
         "data": {"values": maps},
         "transform": [{"filter": "datum.h == h"}],
         "facet": {
@@ -253,39 +303,42 @@ def attention_by_head_count(
             "width": panel,
             "height": panel,
             "mark": {"type": "rect"},
-            "encoding": {
-                "x": {
-                    "field": "key",
-                    "type": "ordinal",
-                    "title": "key position",
-                },
-                "y": {
-                    "field": "query",
-                    "type": "ordinal",
-                    "title": "query position",
-                },
-                "color": {
-                    "field": "weight",
-                    "type": "quantitative",
-                    "scale": {"scheme": "viridis", "domain": [0, strongest]},
-                    "title": "attention weight",
-                    # above the maps: beside them it would widen the figure
-                    # past the page's column
-                    "legend": {"orient": "top", "gradientLength": 200},
-                },
-                "tooltip": [
-                    {"field": "head"},
-                    {"field": "query", "title": "query position"},
-                    {"field": "key", "title": "key position"},
-                    {"field": "weight", "format": ".3f"},
-                ],
-            },
+            "encoding": _heatmap_encoding(strongest),
         },
     }
-    moved_chart = {
+
+
+def _heatmap_encoding(strongest):
+    """Key across, query down, weight as colour (viridis, 0 to
+    ``strongest``)."""
+    return {
+        "x": {"field": "key", "type": "ordinal", "title": "key position"},
+        "y": {"field": "query", "type": "ordinal", "title": "query position"},
+        "color": {
+            "field": "weight",
+            "type": "quantitative",
+            "scale": {"scheme": "viridis", "domain": [0, strongest]},
+            "title": "attention weight",
+            # above the maps: beside them it would widen the figure
+            # past the page's column
+            "legend": {"orient": "top", "gradientLength": 200},
+        },
+        "tooltip": [
+            {"field": "head"},
+            {"field": "query", "title": "query position"},
+            {"field": "key", "title": "key position"},
+            {"field": "weight", "format": ".3f"},
+        ],
+    }
+
+
+def _difference_bars(bars, top, width):
+    """The picked ``h``'s output difference, a bar per query token, on one
+    y range from 0 to ``top``."""
+    return {
         "data": {"values": bars},
         "transform": [{"filter": "datum.h == h"}],
-        "width": columns * panel,
+        "width": width,
         "height": 150,
         "mark": {"type": "bar", "tooltip": True},
         "encoding": {
@@ -298,15 +351,6 @@ def attention_by_head_count(
             },
         },
     }
-    # the bars on top keep their place when the number of heatmap rows changes
-    spec = {"params": [pick], "vconcat": [moved_chart, heatmaps]}
-    if title:
-        spec["title"] = title
-    return Interactive(
-        spec,
-        description=title
-        or "attention maps and output difference by number of heads",
-    )
 
 
 def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
