@@ -362,6 +362,45 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
     rows of each of W^Q, W^K, W^V and a band of columns of W^O. Shading is the
     weight's magnitude. Returns an :class:`Interactive`.
     """
+    in_proj, out_proj = _fused_weights(layer)
+    width = out_proj.shape[1]
+    _check_ownership_counts(head_counts, width)
+    spec = {
+        "data": {"values": _weight_rows(in_proj, out_proj)},
+        "params": [
+            _control(
+                "h",
+                "number of heads h",
+                sorted(head_counts),
+                "radio",
+                start=max(head_counts),
+            )
+        ],
+        "transform": _ownership_transform(width),
+        "hconcat": [
+            _owned_matrix(
+                "in",
+                "query, key, value projections",
+                *in_proj.shape,
+                "input feature (all of x)",
+                "W_Q, W_K, W_V",
+                pixel,
+            ),
+            _owned_matrix(
+                "out",
+                "output projection",
+                *out_proj.shape,
+                "concatenated head outputs",
+                "output feature",
+                pixel,
+            ),
+        ],
+    }
+    return _titled(spec, title, "weights coloured by the head that owns them")
+
+
+def _fused_weights(layer):
+    """``layer``'s stacked W^Q, W^K, W^V and its W^O, as arrays."""
     projections = [
         getattr(layer, name, None)
         for name in ("q_proj", "k_proj", "v_proj", "out_proj")
@@ -379,7 +418,12 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
         [_array(projection.weight) for projection in projections[:3]]
     )
     out_proj = _array(projections[3].weight)  # (d_model, width)
-    width = out_proj.shape[1]
+    return in_proj, out_proj
+
+
+def _check_ownership_counts(head_counts, width):
+    """Refuse head counts that do not divide ``width``, repeat, or outnumber
+    the head colours."""
     if not head_counts or any(
         not isinstance(h, int) or h < 1 or width % h for h in head_counts
     ):
@@ -394,9 +438,13 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
             f"head_counts must be distinct and at most {len(HEAD_COLOURS)} (a "
             f"colour each), got {head_counts}"
         )
+
+
+def _weight_rows(in_proj, out_proj):
+    """One record per matrix row, its weights' magnitudes over the largest
+    (the flatten transform makes one record per entry)."""
     scale = max(np.abs(in_proj).max(), np.abs(out_proj).max())
-    # one record per matrix row; the flatten transform makes one per entry
-    rows = [
+    return [
         {
             "part": part,
             "row": r,
@@ -405,11 +453,16 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
         for part, matrix in (("in", in_proj), ("out", out_proj))
         for r in range(matrix.shape[0])
     ]
+
+
+def _ownership_transform(width):
+    """One record per weight, with its column and the head that owns it for
+    the picked ``h``: rows of W^Q, W^K, W^V, columns of W^O."""
     owner = (
         f"datum.part == 'in' ? floor((datum.row % {width}) / ({width} / h)) "
         f": floor(datum.column / ({width} / h))"
     )
-    transform = [
+    return [
         {"flatten": ["w"]},
         {
             "window": [{"op": "row_number", "as": "column"}],
@@ -419,82 +472,49 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
         {"calculate": owner, "as": "head"},
     ]
 
-    def matrix_view(part, label, n_rows, n_columns, xlabel, ylabel):
-        hidden = {"labels": False, "ticks": False}
-        return {
-            "transform": [{"filter": f"datum.part == '{part}'"}],
-            "width": pixel * n_columns,
-            "height": pixel * n_rows,
-            "title": label,
-            "mark": {"type": "rect", "tooltip": True},
-            "encoding": {
-                "x": {
-                    "field": "column",
-                    "type": "ordinal",
-                    "axis": hidden,
-                    "title": xlabel,
-                },
-                "y": {
-                    "field": "row",
-                    "type": "ordinal",
-                    "axis": hidden,
-                    "title": ylabel,
-                },
-                "color": {
-                    "field": "head",
-                    "type": "nominal",
-                    "scale": {"range": HEAD_COLOURS},
-                    "legend": None,
-                },
-                "opacity": {
-                    "field": "w",
-                    "type": "quantitative",
-                    "scale": {"range": [0.25, 1]},
-                    "legend": None,
-                },
-                "tooltip": [
-                    {"field": "head"},
-                    {"field": "row"},
-                    {"field": "column"},
-                ],
-            },
-        }
 
-    spec = {
-        "data": {"values": rows},
-        "params": [
-            _control(
-                "h",
-                "number of heads h",
-                sorted(head_counts),
-                "radio",
-                start=max(head_counts),
-            )
-        ],
-        "transform": transform,
-        "hconcat": [
-            matrix_view(
-                "in",
-                "query, key, value projections",
-                *in_proj.shape,
-                "input feature (all of x)",
-                "W_Q, W_K, W_V",
-            ),
-            matrix_view(
-                "out",
-                "output projection",
-                *out_proj.shape,
-                "concatenated head outputs",
-                "output feature",
-            ),
-        ],
+def _owned_matrix(part, label, n_rows, n_columns, xlabel, ylabel, pixel):
+    """One matrix, ``pixel`` pixels a weight, coloured by its owning head
+    and shaded by the weight's magnitude."""
+    hidden = {"labels": False, "ticks": False}
+    return {
+        "transform": [{"filter": f"datum.part == '{part}'"}],
+        "width": pixel * n_columns,
+        "height": pixel * n_rows,
+        "title": label,
+        "mark": {"type": "rect", "tooltip": True},
+        "encoding": {
+            "x": {
+                "field": "column",
+                "type": "ordinal",
+                "axis": hidden,
+                "title": xlabel,
+            },
+            "y": {
+                "field": "row",
+                "type": "ordinal",
+                "axis": hidden,
+                "title": ylabel,
+            },
+            "color": {
+                "field": "head",
+                "type": "nominal",
+                "scale": {"range": HEAD_COLOURS},
+                "legend": None,
+            },
+            "opacity": {
+                "field": "w",
+                "type": "quantitative",
+                "scale": {"range": [0.25, 1]},
+                "legend": None,
+            },
+            "tooltip": [
+                {"field": "head"},
+                {"field": "row"},
+                {"field": "column"},
+            ],
+        },
     }
-    if title:
-        spec["title"] = title
-    return Interactive(
-        spec,
-        description=title or "weights coloured by the head that owns them",
-    )
 
 
 def attention_explorer(examples, *, title=None, cell=20, start=None):
@@ -514,24 +534,54 @@ def attention_explorer(examples, *, title=None, cell=20, start=None):
         )
     maps, labels = [], []
     for index, (tokens, weights) in enumerate(examples):
-        weights = _array(weights)
-        n = len(tokens)
-        if weights.ndim != 4 or weights.shape[-2:] != (n, n):
-            raise ValueError(
-                f"example {index}: weights must be (layers, heads, {n}, {n}) "
-                f"for its {n} tokens, got {weights.shape}"
-            )
+        weights = _check_example(index, tokens, weights)
         layers, heads = weights.shape[:2]
-        for layer, head in np.ndindex(layers, heads):
-            flat = np.round(weights[layer, head].reshape(-1), 2).tolist()
-            maps.append(
-                {"s": index, "l": layer + 1, "h": head + 1, "n": n, "w": flat}
-            )
+        maps += _flat_maps(index, weights)
         labels += [
             {"key": f"{index}-{i}", "token": f"{i + 1} {token}"}
             for i, token in enumerate(tokens)
         ]
-    # a sentence is named by its first words, after [CLS]
+    spec = {
+        "data": {"values": maps},
+        "params": _explorer_controls(examples, layers, heads, start),
+        "transform": _explorer_transform(labels),
+        "width": {"step": cell},
+        "height": {"step": cell},
+        "mark": {"type": "rect"},
+        "encoding": _explorer_encoding(),
+    }
+    return _titled(spec, title, "every head's attention, one at a time")
+
+
+def _check_example(index, tokens, weights):
+    """``weights`` as an array, refused unless ``(layers, heads, n, n)`` for
+    its ``n`` tokens."""
+    weights = _array(weights)
+    n = len(tokens)
+    if weights.ndim != 4 or weights.shape[-2:] != (n, n):
+        raise ValueError(
+            f"example {index}: weights must be (layers, heads, {n}, {n}) "
+            f"for its {n} tokens, got {weights.shape}"
+        )
+    return weights
+
+
+def _flat_maps(index, weights):
+    """One record per head of sentence ``index``: its ``(n, n)`` map as one
+    list of ``n * n`` weights to two decimals, layer and head from 1."""
+    layers, heads, n = weights.shape[:3]
+    maps = []
+    for layer, head in np.ndindex(layers, heads):
+        flat = np.round(weights[layer, head].reshape(-1), 2).tolist()  # (n*n,)
+        maps.append(
+            {"s": index, "l": layer + 1, "h": head + 1, "n": n, "w": flat}
+        )
+    return maps
+
+
+def _explorer_controls(examples, layers, heads, start):
+    """Drop-downs for the sentence (named by its first words, after [CLS]),
+    the layer and the head, at ``start`` or the first of each."""
     names = [" ".join(tokens[1:6]) + " ..." for tokens, _ in examples]
     sentence, layer, head = start or (0, 1, 1)
     sentences = list(range(len(examples)))
@@ -545,9 +595,15 @@ def attention_explorer(examples, *, title=None, cell=20, start=None):
         ),
     ]
     controls[0]["bind"]["labels"] = names
+    return controls
+
+
+def _explorer_transform(labels):
+    """The picked map, one record per cell, with its query and key tokens
+    looked up in ``labels``."""
     token_of = {"data": {"values": labels}, "key": "key", "fields": ["token"]}
     picked = "datum.s == sentence && datum.l == layer && datum.h == head"
-    transform = [
+    return [
         {"filter": picked},
         {"flatten": ["w"], "as": ["weight"]},
         {"window": [{"op": "row_number", "as": "cell"}]},
@@ -559,45 +615,37 @@ def attention_explorer(examples, *, title=None, cell=20, start=None):
         {"lookup": "qkey", "from": token_of, "as": ["query"]},
         {"lookup": "kkey", "from": token_of, "as": ["key"]},
     ]
-    spec = {
-        "data": {"values": maps},
-        "params": controls,
-        "transform": transform,
-        "width": {"step": cell},
-        "height": {"step": cell},
-        "mark": {"type": "rect"},
-        "encoding": {
-            "x": {
-                "field": "key",
-                "type": "ordinal",
-                "sort": {"field": "k"},
-                "title": "key token (attended to)",
-                "axis": {"labelAngle": -60},
-            },
-            "y": {
-                "field": "query",
-                "type": "ordinal",
-                "sort": {"field": "q"},
-                "title": "query token",
-            },
-            "color": {
-                "field": "weight",
-                "type": "quantitative",
-                "scale": {"scheme": "viridis", "domain": [0, 1]},
-                "title": "attention",
-            },
-            "tooltip": [
-                {"field": "query", "title": "query"},
-                {"field": "key", "title": "key"},
-                {"field": "weight", "format": ".2f"},
-            ],
+
+
+def _explorer_encoding():
+    """Key tokens across, query tokens down, in sentence order; weight as
+    colour from 0 to 1."""
+    return {
+        "x": {
+            "field": "key",
+            "type": "ordinal",
+            "sort": {"field": "k"},
+            "title": "key token (attended to)",
+            "axis": {"labelAngle": -60},
         },
+        "y": {
+            "field": "query",
+            "type": "ordinal",
+            "sort": {"field": "q"},
+            "title": "query token",
+        },
+        "color": {
+            "field": "weight",
+            "type": "quantitative",
+            "scale": {"scheme": "viridis", "domain": [0, 1]},
+            "title": "attention",
+        },
+        "tooltip": [
+            {"field": "query", "title": "query"},
+            {"field": "key", "title": "key"},
+            {"field": "weight", "format": ".2f"},
+        ],
     }
-    if title:
-        spec["title"] = title
-    return Interactive(
-        spec, description=title or "every head's attention, one at a time"
-    )
 
 
 def _check_records(records, fields):
