@@ -652,13 +652,8 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
     joined across head counts, each point labelled with its number of heads;
     any other kind is a grey dot. Bars span the quartiles over seeds.
     """
-    import numpy as np
-
     styles = layer_styles()
-    groups = {}
-    for record in records:
-        key = (record["kind"], record["heads"], record["head_size"])
-        groups.setdefault(key, []).append(record)
+    groups = _by_layer(records)
     if axes is None:
         _, axes = plt.subplots(
             1,
@@ -669,69 +664,88 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
         )
         axes = axes[0]
     for ax, (cost, label) in zip(axes, costs):
-        families, labels = {}, []
-        for (kind, heads, head_size), group in sorted(groups.items()):
-            losses = np.array([record["loss"] for record in group])
-            q1, median, q3 = np.quantile(losses, [0.25, 0.5, 0.75])
-            x = group[0][cost]
-            style = styles.get(kind, dict(marker=".", color="0.6"))
-            ax.plot(
-                [x, x],
-                [q1, q3],
-                color=style["color"],
-                alpha=0.5,
-                linewidth=1.5,
-            )
-            ax.plot(
-                x,
-                median,
-                linestyle="none",
-                markersize=8 if kind in styles else 7,
-                **style,
-            )
-            if kind in styles:
-                families.setdefault(kind, []).append((x, median))
-                labels.append((x, median, f"{heads}", style["color"]))
-            else:
-                labels.append((x, median, f"{heads}x{head_size}", "0.4"))
-        PointLabels(ax, labels)
-        for kind, points in families.items():
-            points.sort()
-            ax.plot(*zip(*points), color=styles[kind]["color"], alpha=0.6)
-        for (
-            kind,
-            style,
-        ) in (
-            styles.items()
-        ):  # legend entries, also for kinds absent from this panel
-            ax.plot(
-                [],
-                [],
-                linestyle="-",
-                alpha=0.8,
-                label=f"{kind} (label: heads)",
-                **style,
-            )
-        ax.plot(
-            [],
-            [],
-            linestyle="none",
-            marker=".",
-            color="0.6",
-            label="other (heads x head size)",
-        )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.margins(y=0.12)  # room for the labels of the top points
-        # minor labels collide on short log axes
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel(label)
-        ax.grid(True, which="major", alpha=0.3)
+        _layers_at_cost(ax, groups, cost, styles)
+        _kind_legend_entries(ax, styles)
+        _log_cost_axes(ax, label)
     axes[0].set_ylabel("loss / target variance (median over seeds)")
     legend_below(axes[0], fontsize=10)
     if title:
         axes[0].figure.suptitle(title)
     return axes
+
+
+def _by_layer(records):
+    """``{(kind, heads, head_size): [record, ...]}``, a record per seed."""
+    groups = {}
+    for record in records:
+        key = (record["kind"], record["heads"], record["head_size"])
+        groups.setdefault(key, []).append(record)
+    return groups
+
+
+def _layers_at_cost(ax, groups, cost, styles):
+    """Every layer's median at its ``cost``, labelled with its heads (others:
+    heads x head size); a line joins each kind of ``styles`` across head
+    counts."""
+    families, labels = {}, []
+    for (kind, heads, head_size), group in sorted(groups.items()):
+        style = styles.get(kind, dict(marker=".", color="0.6"))
+        x, median = _median_point(ax, group, cost, style, kind in styles)
+        if kind in styles:
+            families.setdefault(kind, []).append((x, median))
+            labels.append((x, median, f"{heads}", style["color"]))
+        else:
+            labels.append((x, median, f"{heads}x{head_size}", "0.4"))
+    PointLabels(ax, labels)
+    for kind, points in families.items():
+        points.sort()
+        ax.plot(*zip(*points), color=styles[kind]["color"], alpha=0.6)
+
+
+def _median_point(ax, group, cost, style, named):
+    """One layer's median loss over seeds at its ``cost``, a bar over the
+    quartiles (a named kind's marker larger); returns ``(cost, median)``."""
+    import numpy as np
+
+    losses = np.array([record["loss"] for record in group])
+    q1, median, q3 = np.quantile(losses, [0.25, 0.5, 0.75])
+    x = group[0][cost]
+    ax.plot([x, x], [q1, q3], color=style["color"], alpha=0.5, linewidth=1.5)
+    ax.plot(x, median, linestyle="none", markersize=8 if named else 7, **style)
+    return x, median
+
+
+def _kind_legend_entries(ax, styles):
+    """Legend entries for every kind of ``styles``, also for those absent from
+    this panel, and one for the other kinds."""
+    for kind, style in styles.items():
+        ax.plot(
+            [],
+            [],
+            linestyle="-",
+            alpha=0.8,
+            label=f"{kind} (label: heads)",
+            **style,
+        )
+    ax.plot(
+        [],
+        [],
+        linestyle="none",
+        marker=".",
+        color="0.6",
+        label="other (heads x head size)",
+    )
+
+
+def _log_cost_axes(ax, label):
+    """Log axes with room for the top points' labels, the cost named below."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.margins(y=0.12)  # room for the labels of the top points
+    # minor labels collide on short log axes
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(label)
+    ax.grid(True, which="major", alpha=0.3)
 
 
 FAMILY_STYLES = (("C0", "o"), ("C1", "^"), ("C3", "s"), ("C2", "D"))
