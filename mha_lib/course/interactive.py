@@ -132,12 +132,7 @@ def records_chart(
     )
     if mark not in MARKS:
         raise ValueError(f"mark must be one of {MARKS}, got {mark!r}")
-    for field in (x, y):
-        if not all(isinstance(record[field], Real) for record in records):
-            raise TypeError(
-                f"records_chart plots numbers: field {field!r} holds a value "
-                "that is not a number"
-            )
+    _check_numbers(records, (x, y))
     choices = _choices(records, select)
     encoding = {
         "x": _axis(records, x, xlabel, logx),
@@ -146,31 +141,55 @@ def records_chart(
     }
     for channel, field in (("color", color), ("shape", shape)):
         if field is not None:
-            # every value, in natural order: a value keeps its colour or
-            # marker when the control filters some values out
-            choices_of_field = _choices(records, field)
-            encoding[channel] = {
-                "field": field,
-                "type": "nominal",
-                "scale": {"domain": choices_of_field},
-                "sort": choices_of_field,
-            }
+            encoding[channel] = _every_value(records, field)
     spec = {
         "width": width,
         "height": height,
         "data": {"values": records},
         "params": [_control("pick", select, choices, control, start)],
         "transform": [{"filter": f"datum[{json.dumps(select)}] == pick"}],
-        "mark": {"type": mark, "point": True, "tooltip": True}
-        if mark == "line"
-        else {"type": mark, "tooltip": True},
+        "mark": _mark(mark),
         "encoding": encoding,
     }
+    return _titled(spec, title, f"{y} against {x}, by {select}")
+
+
+def _check_numbers(records, fields):
+    """Refuse a record whose value of one of ``fields`` is not a number."""
+    for field in fields:
+        if not all(isinstance(record[field], Real) for record in records):
+            raise TypeError(
+                f"records_chart plots numbers: field {field!r} holds a value "
+                "that is not a number"
+            )
+
+
+def _every_value(records, field):
+    """A colour or marker channel over every value of ``field``, in natural
+    order: a value keeps its colour or marker when the control filters some
+    values out."""
+    choices = _choices(records, field)
+    return {
+        "field": field,
+        "type": "nominal",
+        "scale": {"domain": choices},
+        "sort": choices,
+    }
+
+
+def _mark(mark):
+    """The mark of :func:`records_chart`: lines show their points too."""
+    if mark == "line":
+        return {"type": mark, "point": True, "tooltip": True}
+    return {"type": mark, "tooltip": True}
+
+
+def _titled(spec, title, description):
+    """An :class:`Interactive` of ``spec``, with ``title`` when given; its
+    description is the title, or else ``description``."""
     if title:
         spec["title"] = title
-    return Interactive(
-        spec, description=title or f"{y} against {x}, by {select}"
-    )
+    return Interactive(spec, description=title or description)
 
 
 def attention_by_head_count(
@@ -185,45 +204,12 @@ def attention_by_head_count(
     head's). The control starts at the largest ``h``, the state with the most
     to see (and the one a printed page shows). Returns an :class:`Interactive`.
     """
-    if (
-        not isinstance(attention, dict)
-        or not isinstance(difference, dict)
-        or not attention
-    ):
-        raise TypeError(
-            "attention and difference must be non-empty dicts "
-            "{number of heads: array}"
-        )
-    if sorted(attention) != sorted(difference):
-        raise ValueError(
-            "attention and difference need the same head counts, got "
-            f"{sorted(attention)} and "
-            f"{sorted(difference)}"
-        )
+    _check_head_counts(attention, difference)
     maps, bars = [], []
     for heads in sorted(attention):
         weights, moved = _array(attention[heads]), _array(difference[heads])
-        if (
-            weights.ndim != 3
-            or weights.shape[0] != heads
-            or weights.shape[1] != moved.shape[0]
-            or moved.ndim != 1
-        ):
-            raise ValueError(
-                f"for h = {heads} expected attention (h, n_query, n_key) = "
-                f"({heads}, n, n) and difference (n_query,), "
-                f"got {weights.shape} and {moved.shape}"
-            )
-        maps += [
-            {
-                "h": heads,
-                "head": i,
-                "query": q + 1,
-                "key": k + 1,
-                "weight": round(float(weights[i, q, k]), 4),
-            }
-            for i, q, k in np.ndindex(weights.shape)
-        ]
+        _check_one_head_count(heads, weights, moved)
+        maps += _map_cells(heads, weights)
         bars += [
             {"h": heads, "query": q + 1, "difference": round(float(value), 4)}
             for q, value in enumerate(moved)
@@ -239,7 +225,71 @@ def attention_by_head_count(
         max(bar["difference"] for bar in bars),
         max(cell["weight"] for cell in maps),
     )
-    heatmaps = {
+    heatmaps = _heatmaps_by_head(maps, strongest, panel, columns)
+    moved_chart = _difference_bars(bars, top, columns * panel)
+    # the bars on top keep their place when the number of heatmap rows changes
+    spec = {"params": [pick], "vconcat": [moved_chart, heatmaps]}
+    return _titled(
+        spec,
+        title,
+        "attention maps and output difference by number of heads",
+    )
+
+
+def _check_head_counts(attention, difference):
+    """Refuse two dicts that are not ``{h: array}`` for the same ``h``."""
+    if (
+        not isinstance(attention, dict)
+        or not isinstance(difference, dict)
+        or not attention
+    ):
+        raise TypeError(
+            "attention and difference must be non-empty dicts "
+            "{number of heads: array}"
+        )
+    if sorted(attention) != sorted(difference):
+        raise ValueError(
+            "attention and difference need the same head counts, got "
+            f"{sorted(attention)} and "
+            f"{sorted(difference)}"
+        )
+
+
+def _check_one_head_count(heads, weights, moved):
+    """Refuse weights that are not ``(heads, n, n)`` or a difference that is
+    not ``(n,)``."""
+    if (
+        weights.ndim != 3
+        or weights.shape[0] != heads
+        or weights.shape[1] != moved.shape[0]
+        or moved.ndim != 1
+    ):
+        raise ValueError(
+            f"for h = {heads} expected attention (h, n_query, n_key) = "
+            f"({heads}, n, n) and difference (n_query,), "
+            f"got {weights.shape} and {moved.shape}"
+        )
+
+
+def _map_cells(heads, weights):
+    """One record per cell of every head's map ``(heads, n_query, n_key)``,
+    positions counted from 1."""
+    return [
+        {
+            "h": heads,
+            "head": i,
+            "query": q + 1,
+            "key": k + 1,
+            "weight": round(float(weights[i, q, k]), 4),
+        }
+        for i, q, k in np.ndindex(weights.shape)
+    ]
+
+
+def _heatmaps_by_head(maps, strongest, panel, columns):
+    """The picked ``h``'s attention maps, a square panel per head, on one
+    colour scale from 0 to ``strongest``."""
+    return {
         "data": {"values": maps},
         "transform": [{"filter": "datum.h == h"}],
         "facet": {
@@ -253,39 +303,42 @@ def attention_by_head_count(
             "width": panel,
             "height": panel,
             "mark": {"type": "rect"},
-            "encoding": {
-                "x": {
-                    "field": "key",
-                    "type": "ordinal",
-                    "title": "key position",
-                },
-                "y": {
-                    "field": "query",
-                    "type": "ordinal",
-                    "title": "query position",
-                },
-                "color": {
-                    "field": "weight",
-                    "type": "quantitative",
-                    "scale": {"scheme": "viridis", "domain": [0, strongest]},
-                    "title": "attention weight",
-                    # above the maps: beside them it would widen the figure
-                    # past the page's column
-                    "legend": {"orient": "top", "gradientLength": 200},
-                },
-                "tooltip": [
-                    {"field": "head"},
-                    {"field": "query", "title": "query position"},
-                    {"field": "key", "title": "key position"},
-                    {"field": "weight", "format": ".3f"},
-                ],
-            },
+            "encoding": _heatmap_encoding(strongest),
         },
     }
-    moved_chart = {
+
+
+def _heatmap_encoding(strongest):
+    """Key across, query down, weight as colour (viridis, 0 to
+    ``strongest``)."""
+    return {
+        "x": {"field": "key", "type": "ordinal", "title": "key position"},
+        "y": {"field": "query", "type": "ordinal", "title": "query position"},
+        "color": {
+            "field": "weight",
+            "type": "quantitative",
+            "scale": {"scheme": "viridis", "domain": [0, strongest]},
+            "title": "attention weight",
+            # above the maps: beside them it would widen the figure
+            # past the page's column
+            "legend": {"orient": "top", "gradientLength": 200},
+        },
+        "tooltip": [
+            {"field": "head"},
+            {"field": "query", "title": "query position"},
+            {"field": "key", "title": "key position"},
+            {"field": "weight", "format": ".3f"},
+        ],
+    }
+
+
+def _difference_bars(bars, top, width):
+    """The picked ``h``'s output difference, a bar per query token, on one
+    y range from 0 to ``top``."""
+    return {
         "data": {"values": bars},
         "transform": [{"filter": "datum.h == h"}],
-        "width": columns * panel,
+        "width": width,
         "height": 150,
         "mark": {"type": "bar", "tooltip": True},
         "encoding": {
@@ -298,15 +351,6 @@ def attention_by_head_count(
             },
         },
     }
-    # the bars on top keep their place when the number of heatmap rows changes
-    spec = {"params": [pick], "vconcat": [moved_chart, heatmaps]}
-    if title:
-        spec["title"] = title
-    return Interactive(
-        spec,
-        description=title
-        or "attention maps and output difference by number of heads",
-    )
 
 
 def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
@@ -318,6 +362,45 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
     rows of each of W^Q, W^K, W^V and a band of columns of W^O. Shading is the
     weight's magnitude. Returns an :class:`Interactive`.
     """
+    in_proj, out_proj = _fused_weights(layer)
+    width = out_proj.shape[1]
+    _check_ownership_counts(head_counts, width)
+    spec = {
+        "data": {"values": _weight_rows(in_proj, out_proj)},
+        "params": [
+            _control(
+                "h",
+                "number of heads h",
+                sorted(head_counts),
+                "radio",
+                start=max(head_counts),
+            )
+        ],
+        "transform": _ownership_transform(width),
+        "hconcat": [
+            _owned_matrix(
+                "in",
+                "query, key, value projections",
+                *in_proj.shape,
+                "input feature (all of x)",
+                "W_Q, W_K, W_V",
+                pixel,
+            ),
+            _owned_matrix(
+                "out",
+                "output projection",
+                *out_proj.shape,
+                "concatenated head outputs",
+                "output feature",
+                pixel,
+            ),
+        ],
+    }
+    return _titled(spec, title, "weights coloured by the head that owns them")
+
+
+def _fused_weights(layer):
+    """``layer``'s stacked W^Q, W^K, W^V and its W^O, as arrays."""
     projections = [
         getattr(layer, name, None)
         for name in ("q_proj", "k_proj", "v_proj", "out_proj")
@@ -335,7 +418,12 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
         [_array(projection.weight) for projection in projections[:3]]
     )
     out_proj = _array(projections[3].weight)  # (d_model, width)
-    width = out_proj.shape[1]
+    return in_proj, out_proj
+
+
+def _check_ownership_counts(head_counts, width):
+    """Refuse head counts that do not divide ``width``, repeat, or outnumber
+    the head colours."""
     if not head_counts or any(
         not isinstance(h, int) or h < 1 or width % h for h in head_counts
     ):
@@ -350,9 +438,13 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
             f"head_counts must be distinct and at most {len(HEAD_COLOURS)} (a "
             f"colour each), got {head_counts}"
         )
+
+
+def _weight_rows(in_proj, out_proj):
+    """One record per matrix row, its weights' magnitudes over the largest
+    (the flatten transform makes one record per entry)."""
     scale = max(np.abs(in_proj).max(), np.abs(out_proj).max())
-    # one record per matrix row; the flatten transform makes one per entry
-    rows = [
+    return [
         {
             "part": part,
             "row": r,
@@ -361,11 +453,16 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
         for part, matrix in (("in", in_proj), ("out", out_proj))
         for r in range(matrix.shape[0])
     ]
+
+
+def _ownership_transform(width):
+    """One record per weight, with its column and the head that owns it for
+    the picked ``h``: rows of W^Q, W^K, W^V, columns of W^O."""
     owner = (
         f"datum.part == 'in' ? floor((datum.row % {width}) / ({width} / h)) "
         f": floor(datum.column / ({width} / h))"
     )
-    transform = [
+    return [
         {"flatten": ["w"]},
         {
             "window": [{"op": "row_number", "as": "column"}],
@@ -375,82 +472,49 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
         {"calculate": owner, "as": "head"},
     ]
 
-    def matrix_view(part, label, n_rows, n_columns, xlabel, ylabel):
-        hidden = {"labels": False, "ticks": False}
-        return {
-            "transform": [{"filter": f"datum.part == '{part}'"}],
-            "width": pixel * n_columns,
-            "height": pixel * n_rows,
-            "title": label,
-            "mark": {"type": "rect", "tooltip": True},
-            "encoding": {
-                "x": {
-                    "field": "column",
-                    "type": "ordinal",
-                    "axis": hidden,
-                    "title": xlabel,
-                },
-                "y": {
-                    "field": "row",
-                    "type": "ordinal",
-                    "axis": hidden,
-                    "title": ylabel,
-                },
-                "color": {
-                    "field": "head",
-                    "type": "nominal",
-                    "scale": {"range": HEAD_COLOURS},
-                    "legend": None,
-                },
-                "opacity": {
-                    "field": "w",
-                    "type": "quantitative",
-                    "scale": {"range": [0.25, 1]},
-                    "legend": None,
-                },
-                "tooltip": [
-                    {"field": "head"},
-                    {"field": "row"},
-                    {"field": "column"},
-                ],
-            },
-        }
 
-    spec = {
-        "data": {"values": rows},
-        "params": [
-            _control(
-                "h",
-                "number of heads h",
-                sorted(head_counts),
-                "radio",
-                start=max(head_counts),
-            )
-        ],
-        "transform": transform,
-        "hconcat": [
-            matrix_view(
-                "in",
-                "query, key, value projections",
-                *in_proj.shape,
-                "input feature (all of x)",
-                "W_Q, W_K, W_V",
-            ),
-            matrix_view(
-                "out",
-                "output projection",
-                *out_proj.shape,
-                "concatenated head outputs",
-                "output feature",
-            ),
-        ],
+def _owned_matrix(part, label, n_rows, n_columns, xlabel, ylabel, pixel):
+    """One matrix, ``pixel`` pixels a weight, coloured by its owning head
+    and shaded by the weight's magnitude."""
+    hidden = {"labels": False, "ticks": False}
+    return {
+        "transform": [{"filter": f"datum.part == '{part}'"}],
+        "width": pixel * n_columns,
+        "height": pixel * n_rows,
+        "title": label,
+        "mark": {"type": "rect", "tooltip": True},
+        "encoding": {
+            "x": {
+                "field": "column",
+                "type": "ordinal",
+                "axis": hidden,
+                "title": xlabel,
+            },
+            "y": {
+                "field": "row",
+                "type": "ordinal",
+                "axis": hidden,
+                "title": ylabel,
+            },
+            "color": {
+                "field": "head",
+                "type": "nominal",
+                "scale": {"range": HEAD_COLOURS},
+                "legend": None,
+            },
+            "opacity": {
+                "field": "w",
+                "type": "quantitative",
+                "scale": {"range": [0.25, 1]},
+                "legend": None,
+            },
+            "tooltip": [
+                {"field": "head"},
+                {"field": "row"},
+                {"field": "column"},
+            ],
+        },
     }
-    if title:
-        spec["title"] = title
-    return Interactive(
-        spec,
-        description=title or "weights coloured by the head that owns them",
-    )
 
 
 def attention_explorer(examples, *, title=None, cell=20, start=None):
@@ -470,24 +534,54 @@ def attention_explorer(examples, *, title=None, cell=20, start=None):
         )
     maps, labels = [], []
     for index, (tokens, weights) in enumerate(examples):
-        weights = _array(weights)
-        n = len(tokens)
-        if weights.ndim != 4 or weights.shape[-2:] != (n, n):
-            raise ValueError(
-                f"example {index}: weights must be (layers, heads, {n}, {n}) "
-                f"for its {n} tokens, got {weights.shape}"
-            )
+        weights = _check_example(index, tokens, weights)
         layers, heads = weights.shape[:2]
-        for layer, head in np.ndindex(layers, heads):
-            flat = np.round(weights[layer, head].reshape(-1), 2).tolist()
-            maps.append(
-                {"s": index, "l": layer + 1, "h": head + 1, "n": n, "w": flat}
-            )
+        maps += _flat_maps(index, weights)
         labels += [
             {"key": f"{index}-{i}", "token": f"{i + 1} {token}"}
             for i, token in enumerate(tokens)
         ]
-    # a sentence is named by its first words, after [CLS]
+    spec = {
+        "data": {"values": maps},
+        "params": _explorer_controls(examples, layers, heads, start),
+        "transform": _explorer_transform(labels),
+        "width": {"step": cell},
+        "height": {"step": cell},
+        "mark": {"type": "rect"},
+        "encoding": _explorer_encoding(),
+    }
+    return _titled(spec, title, "every head's attention, one at a time")
+
+
+def _check_example(index, tokens, weights):
+    """``weights`` as an array, refused unless ``(layers, heads, n, n)`` for
+    its ``n`` tokens."""
+    weights = _array(weights)
+    n = len(tokens)
+    if weights.ndim != 4 or weights.shape[-2:] != (n, n):
+        raise ValueError(
+            f"example {index}: weights must be (layers, heads, {n}, {n}) "
+            f"for its {n} tokens, got {weights.shape}"
+        )
+    return weights
+
+
+def _flat_maps(index, weights):
+    """One record per head of sentence ``index``: its ``(n, n)`` map as one
+    list of ``n * n`` weights to two decimals, layer and head from 1."""
+    layers, heads, n = weights.shape[:3]
+    maps = []
+    for layer, head in np.ndindex(layers, heads):
+        flat = np.round(weights[layer, head].reshape(-1), 2).tolist()  # (n*n,)
+        maps.append(
+            {"s": index, "l": layer + 1, "h": head + 1, "n": n, "w": flat}
+        )
+    return maps
+
+
+def _explorer_controls(examples, layers, heads, start):
+    """Drop-downs for the sentence (named by its first words, after [CLS]),
+    the layer and the head, at ``start`` or the first of each."""
     names = [" ".join(tokens[1:6]) + " ..." for tokens, _ in examples]
     sentence, layer, head = start or (0, 1, 1)
     sentences = list(range(len(examples)))
@@ -501,9 +595,15 @@ def attention_explorer(examples, *, title=None, cell=20, start=None):
         ),
     ]
     controls[0]["bind"]["labels"] = names
+    return controls
+
+
+def _explorer_transform(labels):
+    """The picked map, one record per cell, with its query and key tokens
+    looked up in ``labels``."""
     token_of = {"data": {"values": labels}, "key": "key", "fields": ["token"]}
     picked = "datum.s == sentence && datum.l == layer && datum.h == head"
-    transform = [
+    return [
         {"filter": picked},
         {"flatten": ["w"], "as": ["weight"]},
         {"window": [{"op": "row_number", "as": "cell"}]},
@@ -515,45 +615,37 @@ def attention_explorer(examples, *, title=None, cell=20, start=None):
         {"lookup": "qkey", "from": token_of, "as": ["query"]},
         {"lookup": "kkey", "from": token_of, "as": ["key"]},
     ]
-    spec = {
-        "data": {"values": maps},
-        "params": controls,
-        "transform": transform,
-        "width": {"step": cell},
-        "height": {"step": cell},
-        "mark": {"type": "rect"},
-        "encoding": {
-            "x": {
-                "field": "key",
-                "type": "ordinal",
-                "sort": {"field": "k"},
-                "title": "key token (attended to)",
-                "axis": {"labelAngle": -60},
-            },
-            "y": {
-                "field": "query",
-                "type": "ordinal",
-                "sort": {"field": "q"},
-                "title": "query token",
-            },
-            "color": {
-                "field": "weight",
-                "type": "quantitative",
-                "scale": {"scheme": "viridis", "domain": [0, 1]},
-                "title": "attention",
-            },
-            "tooltip": [
-                {"field": "query", "title": "query"},
-                {"field": "key", "title": "key"},
-                {"field": "weight", "format": ".2f"},
-            ],
+
+
+def _explorer_encoding():
+    """Key tokens across, query tokens down, in sentence order; weight as
+    colour from 0 to 1."""
+    return {
+        "x": {
+            "field": "key",
+            "type": "ordinal",
+            "sort": {"field": "k"},
+            "title": "key token (attended to)",
+            "axis": {"labelAngle": -60},
         },
+        "y": {
+            "field": "query",
+            "type": "ordinal",
+            "sort": {"field": "q"},
+            "title": "query token",
+        },
+        "color": {
+            "field": "weight",
+            "type": "quantitative",
+            "scale": {"scheme": "viridis", "domain": [0, 1]},
+            "title": "attention",
+        },
+        "tooltip": [
+            {"field": "query", "title": "query"},
+            {"field": "key", "title": "key"},
+            {"field": "weight", "format": ".2f"},
+        ],
     }
-    if title:
-        spec["title"] = title
-    return Interactive(
-        spec, description=title or "every head's attention, one at a time"
-    )
 
 
 def _check_records(records, fields):

@@ -293,65 +293,105 @@ def head_ownership(layer, axes=None):
     i owns a band of columns. Shading is the weight's magnitude; a key names
     the colour of each head.
     """
-    import numpy as np
-    from matplotlib.colors import to_rgb
-    from matplotlib.patches import Patch
-
     if axes is None:
         _, axes = plt.subplots(
             1, 2, figsize=(7.5, 4.6), gridspec_kw={"width_ratios": [1, 1.2]}
         )
+    palette = _head_palette(layer.spec.num_heads)
+    _draw_qkv_owners(axes[0], layer, palette)
+    _draw_output_owners(axes[1], layer, palette)
+    _name_heads(axes[0].figure, layer.spec)
+    return axes
+
+
+def _head_palette(num_heads):
+    """The colours of heads 0 to ``num_heads - 1``, ``(num_heads, 3)`` RGB."""
+    import numpy as np
+    from matplotlib.colors import to_rgb
+
+    return np.array([to_rgb(head_colour(i)) for i in range(num_heads)])
+
+
+def _paint_by_head(weight, owner, palette):
+    """``weight`` as an RGB image, each entry in the colour of its head in
+    ``owner`` (same shape); strong weights in full colour."""
+    import numpy as np
+
+    shade = 0.35 + 0.65 * np.abs(weight) / np.abs(weight).max()
+    return 1 - (1 - palette[owner]) * shade[..., None]
+
+
+def _draw_qkv_owners(ax, layer, palette):
+    """The stacked W^Q, W^K, W^V, ``(3 * h * head_dim, d_model)``: head i owns
+    a band of rows in each part."""
+    import numpy as np
+
     projections = (layer.q_proj, layer.k_proj, layer.v_proj)
+    # (3 * width, d_model)
     in_proj = np.concatenate(
         [_as_array(p.weight, 2, "", "") for p in projections]
     )
-    out_proj = _as_array(layer.out_proj.weight, 2, "", "")
     width = layer.spec.num_heads * layer.spec.head_dim
-    palette = np.array(
-        [to_rgb(head_colour(i)) for i in range(layer.spec.num_heads)]
-    )
-
-    def painted(weight, owner):
-        """``owner``: the head of every entry; strong weights in colour."""
-        shade = 0.35 + 0.65 * np.abs(weight) / np.abs(weight).max()
-        return 1 - (1 - palette[owner]) * shade[..., None]
-
     rows = (np.arange(in_proj.shape[0]) % width) // layer.spec.head_dim
-    owner = np.broadcast_to(rows[:, None], in_proj.shape)
-    axes[0].imshow(painted(in_proj, owner), aspect="auto")
+    owner = np.broadcast_to(rows[:, None], in_proj.shape)  # as in_proj
+    ax.imshow(_paint_by_head(in_proj, owner, palette), aspect="auto")
     for boundary in (width, 2 * width):
-        axes[0].axhline(boundary - 0.5, color="black", linewidth=1.5)
+        ax.axhline(boundary - 0.5, color="black", linewidth=1.5)
     labels = ["$W^Q$", "$W^K$", "$W^V$"]
-    axes[0].set_yticks([width / 2, 1.5 * width, 2.5 * width], labels)
-    axes[0].set_xticks([])
-    axes[0].set_xlabel("input feature (all of x)")
-    axes[0].set_title("q, k, v: rows of head i")
+    ax.set_yticks([width / 2, 1.5 * width, 2.5 * width], labels)
+    ax.set_xticks([])
+    ax.set_xlabel("input feature (all of x)")
+    ax.set_title("q, k, v: rows of head i")
+
+
+def _draw_output_owners(ax, layer, palette):
+    """W^O, ``(d_model, h * head_dim)``: head i owns a band of columns."""
+    import numpy as np
+
+    out_proj = _as_array(layer.out_proj.weight, 2, "", "")  # (d_model, width)
+    width = layer.spec.num_heads * layer.spec.head_dim
     columns = np.arange(width) // layer.spec.head_dim
-    owner = np.broadcast_to(columns[None, :], out_proj.shape)
-    axes[1].imshow(painted(out_proj, owner), aspect="auto")
-    axes[1].set_xticks([])
-    axes[1].set_yticks([])
-    axes[1].set_xlabel("concatenated head outputs")
-    axes[1].set_ylabel("output feature")
-    axes[1].set_title("$W^O$: columns of head i")
+    owner = np.broadcast_to(columns[None, :], out_proj.shape)  # as out_proj
+    ax.imshow(_paint_by_head(out_proj, owner, palette), aspect="auto")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_xlabel("concatenated head outputs")
+    ax.set_ylabel("output feature")
+    ax.set_title("$W^O$: columns of head i")
+
+
+def _name_heads(figure, spec):
+    """A key naming each head's colour below the panels, the layer's sizes
+    above them."""
+    from matplotlib.patches import Patch
+
     key = [
         Patch(color=head_colour(i), label=f"head {i}")
-        for i in range(layer.spec.num_heads)
+        for i in range(spec.num_heads)
     ]
-    figure = axes[0].figure
     figure.legend(
         handles=key,
         loc="lower center",
-        ncol=min(layer.spec.num_heads, 6),
+        ncol=min(spec.num_heads, 6),
         frameon=False,
         bbox_to_anchor=(0.5, -0.02),
     )
     figure.suptitle(
-        f"d_model = {layer.spec.d_model}, {layer.spec.num_heads} heads "
-        f"of size {layer.spec.head_dim}"
+        f"d_model = {spec.d_model}, {spec.num_heads} heads "
+        f"of size {spec.head_dim}"
     )
     figure.tight_layout(rect=(0, 0.08, 1, 1))
-    return axes
+
+
+# the columns of :func:`layer_diagram`: left edge, width, heading
+DIAGRAM_COLUMNS = {
+    "x": (0.0, 0.9, "input"),
+    "qkv": (1.4, 1.9, "project"),
+    "softmax": (3.75, 2.1, "attend"),
+    "head": (6.3, 0.95, "average"),
+    "concat": (7.65, 1.1, "join"),
+    "out": (9.15, 1.3, "mix"),
+}
 
 
 def layer_diagram(num_heads=3, ax=None):
@@ -361,8 +401,6 @@ def layer_diagram(num_heads=3, ax=None):
     its own softmax and weighted sum; the heads' outputs are concatenated and
     mixed by ``W^O``. Colours are the heads' colours of :func:`head_ownership`.
     """
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
     row = 1.2  # height of one head's row
     top = row * num_heads
     if ax is None:
@@ -372,52 +410,59 @@ def layer_diagram(num_heads=3, ax=None):
     ax.set_xlim(-0.05, 10.45)
     ax.set_ylim(-0.1, top + 0.75)
     ax.axis("off")
-
-    def box(x, y, w, h, text, colour="#bab0ac"):
-        style = dict(boxstyle="round,pad=0.04", linewidth=1.2, alpha=0.35)
-        ax.add_patch(
-            FancyBboxPatch(
-                (x, y), w, h, edgecolor=colour, facecolor=colour, **style
-            )
-        )
-        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center")
-
-    def arrow(start, end, colour="0.35"):
-        style = dict(arrowstyle="-|>", mutation_scale=12, linewidth=1.2)
-        ax.add_patch(FancyArrowPatch(start, end, color=colour, **style))
-
-    columns = {  # left edge, width, heading
-        "x": (0.0, 0.9, "input"),
-        "qkv": (1.4, 1.9, "project"),
-        "softmax": (3.75, 2.1, "attend"),
-        "head": (6.3, 0.95, "average"),
-        "concat": (7.65, 1.1, "join"),
-        "out": (9.15, 1.3, "mix"),
-    }
-    for left, width, heading in columns.values():
+    for left, width, heading in DIAGRAM_COLUMNS.values():
         ax.text(left + width / 2, top + 0.4, heading, ha="center", va="center")
-    box(0.0, 0.1, 0.9, top - 0.2, "x\n(n, d)")
-    box(7.65, 0.1, 1.1, top - 0.2, "concat\n(n, h d$_k$)")
-    box(9.15, 0.1, 1.3, top - 0.2, "$\\times W^O$\n\noutput\n(n, d)")
+    _diagram_box(ax, 0.0, 0.1, 0.9, top - 0.2, "x\n(n, d)")
+    _diagram_box(ax, 7.65, 0.1, 1.1, top - 0.2, "concat\n(n, h d$_k$)")
+    _diagram_box(
+        ax, 9.15, 0.1, 1.3, top - 0.2, "$\\times W^O$\n\noutput\n(n, d)"
+    )
     for i in range(num_heads):
-        colour = head_colour(i)
-        y = top - row * (i + 1) + 0.12
-        middle = y + (row - 0.24) / 2
-        texts = {
-            "qkv": f"$Q_{i}, K_{i}, V_{i}$\n(n, d$_k$) each",
-            "softmax": f"$A_{i}$ = softmax\n$(Q_{i} K_{i}^T / \\sqrt{{d_k}})$",
-            "head": f"head {i}\n$A_{i} V_{i}$",
-        }
-        for name, text in texts.items():
-            left, width, _ = columns[name]
-            box(left, y, width, row - 0.24, text, colour)
-        arrow((0.9, middle), (1.4, middle))
-        arrow((3.3, middle), (3.75, middle), colour)
-        arrow((5.85, middle), (6.3, middle), colour)
-        arrow((7.25, middle), (7.65, middle), colour)
-    arrow((8.75, top / 2), (9.15, top / 2))
+        _diagram_head(ax, i, top - row * (i + 1) + 0.12, row - 0.24)
+    _diagram_arrow(ax, (8.75, top / 2), (9.15, top / 2))
     ax.set_title(f"One layer, {num_heads} heads: every head reads all of x")
     return ax
+
+
+def _diagram_head(ax, i, y, height):
+    """Head ``i``'s row of :func:`layer_diagram`, from ``y`` up ``height``:
+    its projections, softmax and weighted sum, in its colour, and the arrows
+    from x and into the concatenation."""
+    colour = head_colour(i)
+    middle = y + height / 2
+    texts = {
+        "qkv": f"$Q_{i}, K_{i}, V_{i}$\n(n, d$_k$) each",
+        "softmax": f"$A_{i}$ = softmax\n$(Q_{i} K_{i}^T / \\sqrt{{d_k}})$",
+        "head": f"head {i}\n$A_{i} V_{i}$",
+    }
+    for name, text in texts.items():
+        left, width, _ = DIAGRAM_COLUMNS[name]
+        _diagram_box(ax, left, y, width, height, text, colour)
+    _diagram_arrow(ax, (0.9, middle), (1.4, middle))
+    _diagram_arrow(ax, (3.3, middle), (3.75, middle), colour)
+    _diagram_arrow(ax, (5.85, middle), (6.3, middle), colour)
+    _diagram_arrow(ax, (7.25, middle), (7.65, middle), colour)
+
+
+def _diagram_box(ax, x, y, w, h, text, colour="#bab0ac"):
+    """A pale rounded box with ``text`` centred in it."""
+    from matplotlib.patches import FancyBboxPatch
+
+    style = dict(boxstyle="round,pad=0.04", linewidth=1.2, alpha=0.35)
+    ax.add_patch(
+        FancyBboxPatch(
+            (x, y), w, h, edgecolor=colour, facecolor=colour, **style
+        )
+    )
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center")
+
+
+def _diagram_arrow(ax, start, end, colour="0.35"):
+    """An arrow from ``start`` to ``end``, in data coordinates."""
+    from matplotlib.patches import FancyArrowPatch
+
+    style = dict(arrowstyle="-|>", mutation_scale=12, linewidth=1.2)
+    ax.add_patch(FancyArrowPatch(start, end, color=colour, **style))
 
 
 def learning_curves(
@@ -607,13 +652,8 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
     joined across head counts, each point labelled with its number of heads;
     any other kind is a grey dot. Bars span the quartiles over seeds.
     """
-    import numpy as np
-
     styles = layer_styles()
-    groups = {}
-    for record in records:
-        key = (record["kind"], record["heads"], record["head_size"])
-        groups.setdefault(key, []).append(record)
+    groups = _by_layer(records)
     if axes is None:
         _, axes = plt.subplots(
             1,
@@ -624,69 +664,88 @@ def quality_vs_cost(records, *, axes=None, title=None, costs=COSTS):
         )
         axes = axes[0]
     for ax, (cost, label) in zip(axes, costs):
-        families, labels = {}, []
-        for (kind, heads, head_size), group in sorted(groups.items()):
-            losses = np.array([record["loss"] for record in group])
-            q1, median, q3 = np.quantile(losses, [0.25, 0.5, 0.75])
-            x = group[0][cost]
-            style = styles.get(kind, dict(marker=".", color="0.6"))
-            ax.plot(
-                [x, x],
-                [q1, q3],
-                color=style["color"],
-                alpha=0.5,
-                linewidth=1.5,
-            )
-            ax.plot(
-                x,
-                median,
-                linestyle="none",
-                markersize=8 if kind in styles else 7,
-                **style,
-            )
-            if kind in styles:
-                families.setdefault(kind, []).append((x, median))
-                labels.append((x, median, f"{heads}", style["color"]))
-            else:
-                labels.append((x, median, f"{heads}x{head_size}", "0.4"))
-        PointLabels(ax, labels)
-        for kind, points in families.items():
-            points.sort()
-            ax.plot(*zip(*points), color=styles[kind]["color"], alpha=0.6)
-        for (
-            kind,
-            style,
-        ) in (
-            styles.items()
-        ):  # legend entries, also for kinds absent from this panel
-            ax.plot(
-                [],
-                [],
-                linestyle="-",
-                alpha=0.8,
-                label=f"{kind} (label: heads)",
-                **style,
-            )
-        ax.plot(
-            [],
-            [],
-            linestyle="none",
-            marker=".",
-            color="0.6",
-            label="other (heads x head size)",
-        )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.margins(y=0.12)  # room for the labels of the top points
-        # minor labels collide on short log axes
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel(label)
-        ax.grid(True, which="major", alpha=0.3)
+        _layers_at_cost(ax, groups, cost, styles)
+        _kind_legend_entries(ax, styles)
+        _log_cost_axes(ax, label)
     axes[0].set_ylabel("loss / target variance (median over seeds)")
     legend_below(axes[0], fontsize=10)
     if title:
         axes[0].figure.suptitle(title)
     return axes
+
+
+def _by_layer(records):
+    """``{(kind, heads, head_size): [record, ...]}``, a record per seed."""
+    groups = {}
+    for record in records:
+        key = (record["kind"], record["heads"], record["head_size"])
+        groups.setdefault(key, []).append(record)
+    return groups
+
+
+def _layers_at_cost(ax, groups, cost, styles):
+    """Every layer's median at its ``cost``, labelled with its heads (others:
+    heads x head size); a line joins each kind of ``styles`` across head
+    counts."""
+    families, labels = {}, []
+    for (kind, heads, head_size), group in sorted(groups.items()):
+        style = styles.get(kind, dict(marker=".", color="0.6"))
+        x, median = _median_point(ax, group, cost, style, kind in styles)
+        if kind in styles:
+            families.setdefault(kind, []).append((x, median))
+            labels.append((x, median, f"{heads}", style["color"]))
+        else:
+            labels.append((x, median, f"{heads}x{head_size}", "0.4"))
+    PointLabels(ax, labels)
+    for kind, points in families.items():
+        points.sort()
+        ax.plot(*zip(*points), color=styles[kind]["color"], alpha=0.6)
+
+
+def _median_point(ax, group, cost, style, named):
+    """One layer's median loss over seeds at its ``cost``, a bar over the
+    quartiles (a named kind's marker larger); returns ``(cost, median)``."""
+    import numpy as np
+
+    losses = np.array([record["loss"] for record in group])
+    q1, median, q3 = np.quantile(losses, [0.25, 0.5, 0.75])
+    x = group[0][cost]
+    ax.plot([x, x], [q1, q3], color=style["color"], alpha=0.5, linewidth=1.5)
+    ax.plot(x, median, linestyle="none", markersize=8 if named else 7, **style)
+    return x, median
+
+
+def _kind_legend_entries(ax, styles):
+    """Legend entries for every kind of ``styles``, also for those absent from
+    this panel, and one for the other kinds."""
+    for kind, style in styles.items():
+        ax.plot(
+            [],
+            [],
+            linestyle="-",
+            alpha=0.8,
+            label=f"{kind} (label: heads)",
+            **style,
+        )
+    ax.plot(
+        [],
+        [],
+        linestyle="none",
+        marker=".",
+        color="0.6",
+        label="other (heads x head size)",
+    )
+
+
+def _log_cost_axes(ax, label):
+    """Log axes with room for the top points' labels, the cost named below."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.margins(y=0.12)  # room for the labels of the top points
+    # minor labels collide on short log axes
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(label)
+    ax.grid(True, which="major", alpha=0.3)
 
 
 FAMILY_STYLES = (("C0", "o"), ("C1", "^"), ("C3", "s"), ("C2", "D"))
