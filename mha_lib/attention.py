@@ -24,8 +24,7 @@ def self_attention(query, key=None, value=None):
 
 
 def check_inputs(query, key, value, d_model, dtype):
-    """Query, key and value (defaults: :func:`self_attention`), checked as
-    inputs."""
+    """Query, key and value (defaults: :func:`self_attention`), checked."""
     query, key, value = self_attention(query, key, value)
     for name, x in (("query", query), ("key", key), ("value", value)):
         if check_tensor(name, x).dim() != 3 or x.shape[-1] != d_model:
@@ -53,66 +52,87 @@ def logit_mask(attn_mask, key_padding_mask, is_causal, query, key, heads):
     """PyTorch's masks (True: may not attend) as one float mask that
     broadcasts to ``(batch, heads, n_query, n_key)``, or None."""
     (batch, n_query, _), n_key = query.shape, key.shape[1]
-    full = (batch, heads, n_query, n_key)
     masks = {}
-    if attn_mask is not None:
-        shapes = [(n_query, n_key), (batch * heads, n_query, n_key), full]
-        if tuple(check_tensor("attn_mask", attn_mask).shape) not in shapes:
-            raise ValueError(
-                f"attn_mask has shape {tuple(attn_mask.shape)}; expected "
-                f"(n_query, n_key), (batch * heads, ..) or (batch, heads, "
-                f"..): one of {shapes}"
-            )
-        if attn_mask.dim() == 3:  # (batch * heads, ..) -> (batch, heads, ..)
-            attn_mask = attn_mask.reshape(full)
-        masks["attn_mask"] = attn_mask  # (n_query, n_key) or full
-    if key_padding_mask is not None:
-        padding = dict(batch=batch, n_key=n_key)
-        check_shape("key_padding_mask", key_padding_mask, **padding)
-        # (batch, n_key) -> (batch, 1, 1, n_key)
-        masks["key_padding_mask"] = key_padding_mask[:, None, None]
+    if attn_mask is not None:  # (n_query, n_key) or (batch, heads, ..)
+        masks["attn_mask"] = full_attn_mask(
+            attn_mask, batch, heads, query, key
+        )
+    if key_padding_mask is not None:  # (batch, n_key) -> (batch, 1, 1, n_key)
+        masks["key_padding_mask"] = padding_mask(key_padding_mask, batch, key)
     if check_bool("is_causal", is_causal):  # the keys after each query
         causal = torch.ones(n_query, n_key, dtype=bool)  # (n_query, n_key)
         masks["is_causal"] = causal.triu(1)  # (n_query, n_key)
-    for name, mask in masks.items():
-        if not (mask.dtype == torch.bool or mask.is_floating_point()):
-            raise TypeError(
-                f"{name} must be a bool tensor (True = may not attend) or a "
-                f"float tensor added to the logits, got {mask.dtype}"
-            )
-        if mask.dtype == torch.bool:  # True -> -inf, False -> 0, same shape
-            mask = torch.where(mask.to(query.device), -math.inf, 0.0)
-        masks[name] = mask.to(query)  # same shape, query's dtype and device
+    if not masks:
+        return None
     # broadcast: (batch or 1, heads or 1, n_query or 1, n_key)
-    return sum(masks.values()) if masks else None
+    return sum(as_logits(name, mask, query) for name, mask in masks.items())
+
+
+def full_attn_mask(attn_mask, batch, heads, query, key):
+    """``attn_mask`` checked: ``(n_query, n_key)`` as given, ``(batch * heads,
+    ..)`` as ``(batch, heads, n_query, n_key)``."""
+    full = (batch, heads, query.shape[1], key.shape[1])
+    shapes = [full[2:], (batch * heads, *full[2:]), full]
+    if tuple(check_tensor("attn_mask", attn_mask).shape) not in shapes:
+        raise ValueError(
+            f"attn_mask has shape {tuple(attn_mask.shape)}; expected "
+            f"(n_query, n_key), (batch * heads, ..) or (batch, heads, "
+            f"..): one of {shapes}"
+        )
+    # (batch * heads, ..) -> (batch, heads, ..); the others as they are
+    return attn_mask.reshape(full) if attn_mask.dim() == 3 else attn_mask
+
+
+def padding_mask(key_padding_mask, batch, key):
+    """``key_padding_mask`` ``(batch, n_key)`` checked, as ``(batch, 1, 1,
+    n_key)``."""
+    sizes = dict(batch=batch, n_key=key.shape[1])
+    check_shape("key_padding_mask", key_padding_mask, **sizes)
+    return key_padding_mask[:, None, None]  # (batch, 1, 1, n_key)
+
+
+def as_logits(name, mask, query):
+    """A mask as what it adds to the logits, in ``query``'s dtype and on its
+    device: True -> -inf, False -> 0; a float mask as it is."""
+    if not (mask.dtype == torch.bool or mask.is_floating_point()):
+        raise TypeError(
+            f"{name} must be a bool tensor (True = may not attend) or a "
+            f"float tensor added to the logits, got {mask.dtype}"
+        )
+    if mask.dtype == torch.bool:  # True -> -inf, False -> 0
+        mask = torch.where(mask.to(query.device), -math.inf, 0.0)  # same shape
+    return mask.to(query)  # same shape
 
 
 def attend(q, k, v, mask=None, scale=None, dropout=0.0, need_weights=False):
-    """Softmax attention per head: ``(out, weights | None)``, GQA included.
-
-    ``q``: ``(batch, heads, n_query, head_dim)``; ``k``, ``v``: ``(batch,
-    kv_heads, n_key, head_dim or value_dim)``; ``mask``: broadcasts to
-    ``(batch, heads, n_query, n_key)``; ``scale`` by default
-    :func:`default_scale`.
-    """
+    """Softmax attention per head, GQA included: ``(out, weights | None)``
+    from ``q`` ``(batch, heads, n_query, head_dim)``, ``k`` and ``v``
+    ``(batch, kv_heads, n_key, size)``, ``mask`` as :func:`logit_mask`'s."""
     check_bool("need_weights", need_weights)
     scale = default_scale(q.shape[-1]) if scale is None else scale
     if k.shape[1] != q.shape[1]:  # share each key/value head with a group
         k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)  # (b, h, ..)
         v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)  # (b, h, ..)
-    dead = None  # queries that may attend to no key: (.., n_query, 1)
     if mask is not None and torch.isneginf(mask).all(-1).any():
-        dead = torch.isneginf(mask).all(dim=-1, keepdim=True)  # (.., n_q, 1)
-        mask = mask.masked_fill(dead, 0.0)  # same shape; zeroed out below
+        return attend_to_none(q, k, v, mask, scale, dropout, need_weights)
     if need_weights:
         scores = q @ k.transpose(-2, -1) * scale  # (b, heads, n_q, n_key)
-        weights = (scores if mask is None else scores + mask).softmax(-1)
-        weights = weights if dead is None else weights.masked_fill(dead, 0.0)
-        out = F.dropout(weights, dropout) @ v  # (b, heads, n_q, size)
-    else:
-        weights = None
-        out = F.scaled_dot_product_attention(  # (b, heads, n_q, size)
-            q, k, v, attn_mask=mask, scale=scale, dropout_p=dropout
-        )
-    out = out if dead is None else out.masked_fill(dead, 0.0)  # same shape
-    return out, weights  # (b, heads, n_q, size), (b, heads, n_q, n_key)
+        scores = scores if mask is None else scores + mask  # same shape
+        weights = scores.softmax(-1)  # (b, heads, n_q, n_key)
+        return F.dropout(weights, dropout) @ v, weights  # (b, heads, n_q, ..)
+    out = F.scaled_dot_product_attention(  # (b, heads, n_q, size)
+        q, k, v, attn_mask=mask, scale=scale, dropout_p=dropout
+    )
+    return out, None
+
+
+def attend_to_none(q, k, v, mask, scale, dropout, need_weights):
+    """:func:`attend` where some queries may attend to no key: theirs are
+    zero weights and a zero output (and gradient), not a softmax's NaN."""
+    dead = torch.isneginf(mask).all(dim=-1, keepdim=True)  # (.., n_q, 1)
+    mask = mask.masked_fill(dead, 0.0)  # same shape; zeroed out below
+    out, weights = attend(q, k, v, mask, scale, dropout, need_weights)
+    out = out.masked_fill(dead, 0.0)  # (b, heads, n_q, size)
+    if need_weights:
+        weights = weights.masked_fill(dead, 0.0)  # (b, heads, n_q, n_key)
+    return out, weights

@@ -46,6 +46,19 @@ def check_positive_number(name, value):
     return float(value)
 
 
+def check_probability(name, value):
+    """Raise unless ``value`` is a real number in ``[0, 1)``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name} must be a number, got {type(value).__name__} ({value!r})"
+        )
+    if not 0 <= value < 1:
+        raise ValueError(
+            f"{name} must be a probability in [0, 1), got {value}"
+        )
+    return value
+
+
 def check_tensor(name, value):
     """Raise ``TypeError`` unless ``value`` is a tensor; returns it."""
     if not isinstance(value, torch.Tensor):

@@ -14,12 +14,16 @@ module in :mod:`mha_lib.layers`.)
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 from .attention import default_scale
-from .checks import check_positive_int, check_positive_number
+from .checks import (
+    check_bool,
+    check_positive_int,
+    check_positive_number,
+    check_probability,
+)
 
 # The kinds the book names: kind -> the sizes it sets, from (d_model,
 # num_heads). A kind is a shape of the heads: key/value sharing, biases, the
@@ -30,36 +34,30 @@ NAMED_KINDS = {
     "wide": lambda d_model, num_heads: dict(head_dim=d_model),
 }
 HEAD_SHAPE = ("chunked", "head_dim", "value_dim")  # the fields a kind sets
+SIZES = ("d_model", "num_heads", "head_dim", "value_dim", "num_kv_heads")
 
 
 def resolve_heads(d_model, num_heads, head_dim=None, num_kv_heads=None):
     """Check a layer's sizes and fill in the defaults: ``(head_dim,
-    num_kv_heads)``.
-
-    ``head_dim=None`` is the standard split ``d_model // num_heads``;
-    ``num_kv_heads=None`` gives every query head its own key/value head.
-    """
+    num_kv_heads)``, by default ``d_model // num_heads`` (the standard split)
+    and one key/value head per query head."""
     d_model = check_positive_int("d_model", d_model)
     num_heads = check_positive_int("num_heads", num_heads)
-    if head_dim is None:
-        if d_model % num_heads:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by "
-                f"num_heads={num_heads}; "
-                f"choose num_heads among the divisors of {d_model}, "
-                "or pass head_dim explicitly"
-            )
-        head_dim = d_model // num_heads
-    head_dim = check_positive_int("head_dim", head_dim)
-    if num_kv_heads is None:
-        num_kv_heads = num_heads
+    if head_dim is None and d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}; "
+            f"choose num_heads among the divisors of {d_model}, or pass "
+            "head_dim explicitly"
+        )
+    head_dim = d_model // num_heads if head_dim is None else head_dim
+    num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
     num_kv_heads = check_positive_int("num_kv_heads", num_kv_heads)
     if num_heads % num_kv_heads:
         raise ValueError(
             f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads}: "
             "each key/value head serves a whole group of query heads"
         )
-    return head_dim, num_kv_heads
+    return check_positive_int("head_dim", head_dim), num_kv_heads
 
 
 class ProjectionWidths(NamedTuple):
@@ -103,76 +101,73 @@ class AttentionSpec:
 
     def __post_init__(self):
         for name in ("chunked", "bias"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(
-                    f"{name} must be True or False, got "
-                    f"{getattr(self, name)!r}"
-                )
+            check_bool(name, getattr(self, name))
         head_dim, num_kv_heads = resolve_heads(
             self.d_model, self.num_heads, self.head_dim, self.num_kv_heads
         )
         if self.chunked:
-            chunk = self.d_model // self.num_heads
-            fixed = (chunk, chunk, self.num_heads)
-            given = (self.head_dim, self.value_dim, self.num_kv_heads)
-            if any(g is not None and g != f for g, f in zip(given, fixed)):
-                raise ValueError(
-                    "the chunked layer fixes head_dim = value_dim = d_model / "
-                    "num_heads and has no shared key/value heads; leave those "
-                    "sizes unset"
-                )
-        value_dim = self.value_dim
-        value_dim = head_dim if value_dim is None else value_dim
-        value_dim = check_positive_int("value_dim", value_dim)
-        if isinstance(self.dropout, bool) or not isinstance(
-            self.dropout, numbers.Real
-        ):
-            raise TypeError(
-                "dropout must be a number, got "
-                f"{type(self.dropout).__name__} ({self.dropout!r})"
-            )
-        if not 0 <= self.dropout < 1:
-            raise ValueError(
-                f"dropout must be a probability in [0, 1), got {self.dropout}"
-            )
+            self.check_chunked_sizes()
+        value_dim = head_dim if self.value_dim is None else self.value_dim
+        check_probability("dropout", self.dropout)
         if self.scale is not None:
             check_positive_number("scale", self.scale)
-        # sizes are stored as Python ints, whatever integer type was given
-        object.__setattr__(self, "d_model", int(self.d_model))
-        object.__setattr__(self, "num_heads", int(self.num_heads))
-        object.__setattr__(self, "head_dim", head_dim)
-        object.__setattr__(self, "value_dim", value_dim)
-        object.__setattr__(self, "num_kv_heads", num_kv_heads)
+        sizes = self.d_model, self.num_heads, head_dim, value_dim, num_kv_heads
+        for field, size in zip(SIZES, sizes):  # as Python ints, checked
+            object.__setattr__(self, field, check_positive_int(field, size))
+
+    def check_chunked_sizes(self):
+        """Refuse sizes the chunked layer fixes itself, if set otherwise."""
+        chunk = self.d_model // self.num_heads
+        fixed = (chunk, chunk, self.num_heads)
+        given = (self.head_dim, self.value_dim, self.num_kv_heads)
+        if any(g is not None and g != f for g, f in zip(given, fixed)):
+            raise ValueError(
+                "the chunked layer fixes head_dim = value_dim = d_model / "
+                "num_heads and has no shared key/value heads; leave those "
+                "sizes unset"
+            )
 
     @classmethod
     def of(cls, layer, d_model, num_heads, sizes, *, chunked=False):
         """The spec of ``layer`` from its constructor's arguments: ``d_model``
         is an AttentionSpec of the layer's kind, or the sizes make one."""
-        name = type(layer).__name__
+        if sizes:
+            cls.check_size_names(type(layer).__name__, sizes)
+        if isinstance(d_model, cls):
+            return d_model.given_to(layer, num_heads, sizes, chunked)
+        return cls(d_model, num_heads, chunked=chunked, **sizes)
+
+    @classmethod
+    def check_size_names(cls, layer_name, sizes):
+        """Refuse sizes a layer's constructor does not take."""
         known = {f.name for f in fields(cls)} - {"d_model", "num_heads"}
         if set(sizes) - known:
             raise TypeError(
-                f"{name} got unknown sizes {sorted(set(sizes) - known)}; "
-                f"expected some of {sorted(known - {'chunked'})}"
+                f"{layer_name} got unknown sizes {sorted(set(sizes) - known)}"
+                f"; expected some of {sorted(known - {'chunked'})}"
             )
         if "chunked" in sizes:
             raise TypeError(
-                f"{name} sets chunked itself: use ChunkedAttention for the "
-                "chunked layer, MultiHeadAttention for the others"
+                f"{layer_name} sets chunked itself: use ChunkedAttention for "
+                "the chunked layer, MultiHeadAttention for the others"
             )
-        if not isinstance(d_model, cls):
-            return cls(d_model, num_heads, chunked=chunked, **sizes)
+
+    def given_to(self, layer, num_heads, sizes, chunked):
+        """This spec, given to ``layer`` (chunked or not) with ``num_heads``
+        and ``sizes``: refused unless they are unset and the layer builds
+        this spec's kind."""
+        name = type(layer).__name__
         if num_heads is not None or sizes:
             raise TypeError(
                 f"give {name} an AttentionSpec or its sizes, not both; got "
-                f"{d_model!r} and num_heads={num_heads!r}, {sizes}"
+                f"{self!r} and num_heads={num_heads!r}, {sizes}"
             )
-        if d_model.chunked != chunked:
+        if self.chunked != chunked:
             raise ValueError(
-                f"this spec describes a {d_model.kind} layer, not what {name} "
+                f"this spec describes a {self.kind} layer, not what {name} "
                 "builds; mha_lib.layer_for(spec) builds the layer of any spec"
             )
-        return d_model
+        return self
 
     @classmethod
     def named(cls, kind, d_model, num_heads, head_dim=None, **options):

@@ -683,3 +683,33 @@ def test_a_layers_sizes_live_in_its_spec_alone_and_are_read_only():
     assert not hasattr(layer, "num_heads")
     with pytest.raises(AttributeError, match="cannot assign to field"):
         spec.num_heads = 8
+
+
+def test_the_forward_a_learner_follows_is_at_most_200_lines():
+    """Every function of the library that building ``MultiHeadAttention(64,
+    8)`` and calling it runs, read whole (docstrings and checks included):
+    at most 200 lines. The rare cases (masks, a spec given, a chunked layer,
+    queries that may attend to nothing) live in functions of their own."""
+    import inspect
+    import sys
+    from pathlib import Path
+
+    library = Path(mha_lib.__file__).parent
+    walked = set()
+
+    def tracer(frame, event, arg):
+        code = frame.f_code
+        inside = Path(code.co_filename).parent == library
+        if event == "call" and inside and not code.co_name.startswith("<"):
+            walked.add(code)
+
+    x = torch.randn(2, 5, 64)
+    sys.settrace(tracer)
+    try:
+        mha_lib.MultiHeadAttention(64, 8)(x)
+    finally:
+        sys.settrace(None)
+    files = {code.co_filename for code in walked}
+    lines = sum(len(inspect.getsourcelines(code)[0]) for code in walked)
+    assert len(walked) >= 12 and len(files) == 4  # the walk was traced
+    assert lines <= 200, sorted((c.co_name, c.co_filename) for c in walked)
