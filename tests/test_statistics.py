@@ -232,3 +232,10 @@ def test_a_diverged_run_ranks_last_wherever_it_stands():
     )
     with pytest.raises(ValueError, match="solved_below must be a finite"):
         best_rate(clean, solved_below=NAN)
+
+
+def test_diverged_counts_the_runs_whose_loss_is_no_finite_number():
+    from mha_lib.course.statistics import diverged
+
+    assert diverged([0.5, float("nan"), None, float("inf"), 2, -1.0]) == 3
+    assert diverged([]) == 0

@@ -25,6 +25,15 @@ def finite(name, values):
     return values
 
 
+def diverged(scores):
+    """How many of ``scores`` (one final loss per run) are no finite number:
+    the runs that diverged (NaN or infinite, or ``None`` where a results file
+    stored one). A diverged run is a result, counted, not a score."""
+    return sum(
+        not (isinstance(s, numbers.Real) and math.isfinite(s)) for s in scores
+    )
+
+
 def rank_correlation(a, b):
     """Spearman rank correlation of two equally long sets of numbers.
 
