@@ -42,6 +42,7 @@ def test_the_chinese_pdf_holds_every_chapter_in_chinese(built_book):
         item.title for item in reader.outline if not isinstance(item, list)
     ]
     assert "目录" in outline, outline
+    assert len(set(outline)) == len(outline), f"named twice: {outline}"
     printed.assert_bookmarks_read_cleanly(reader)
     printed.assert_no_page_nearly_empty(pdf, reader)
     printed.assert_no_link_to_the_build(reader)

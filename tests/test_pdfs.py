@@ -59,6 +59,7 @@ def test_the_pdf_of_the_book_holds_every_chapter(english_pdf):
         r'^title: "(.*)"', (ROOT / "_config.yml").read_text(), re.M
     )
     assert top[0] == title.group(1), f"the PDF's first bookmark is {top[0]!r}"
+    assert len(set(top)) == len(top), f"bookmarks named twice: {top}"
     assert not any(re.search("[a-z][A-Z]", t) for t in top), (
         f"bookmark titles run words together: {top}"
     )

@@ -104,12 +104,16 @@ WORDS = {
         "after_author": ", ",  # the author: the book's, from _config.yml
         "printed": "printed %d %B %Y",
         "contents": "Contents",
+        # the first page's heading, which on screen is the book's title: in
+        # print the cover has that, and the bookmarks name each page once
+        "introduction": "Introduction",
     },
     "zh": {
         "subtitle": "一门可以运行的多头注意力课程",
         "after_author": "，",
         "printed": "印于 %Y 年 %m 月 %d 日",
         "contents": "目录",
+        "introduction": "引言",
     },
 }
 FOOTER = (
@@ -305,6 +309,9 @@ def one_document(outdir, docnames, title, subtitle, language="en"):
         prefix = "pdf-" + re.sub(r"\W", "-", docname) + "-"
         pages.append((prefix, for_paper(article, prefix), docname))
     relink(pages)
+    first = pages[0][1].find("h1") if pages else None
+    if first is not None and first.get_text(strip=True) == title:
+        first.string = WORDS[language.split("-")[0]]["introduction"]
     for _, article, _ in pages:  # an author's comments print nothing
         for comment in article.find_all(
             string=lambda s: isinstance(s, Comment)
