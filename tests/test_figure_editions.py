@@ -190,3 +190,37 @@ def test_a_stacked_panel_draws_its_chinese_tick_labels_in_chinese_glyphs():
     assert shown == ["头 0", "头 1"]
     lacking = [str(w.message) for w in caught if "missing from" in str(w)]
     assert not lacking, lacking
+
+
+def test_the_check_measures_subscripts_of_a_figure_kept_wide():
+    """A figure kept at its size (``narrow = False``) whose words a phone
+    shows at 10 px still fails where its subscripts show smaller."""
+    figure = Figure(figsize=(5.4, 1))
+    figure.narrow = False
+    figure.text(0.02, 0.2, "words at 12 points")
+    figure.text(0.98, 0.6, "(n, d$_k$)", ha="right")
+    result = editions.renderings(figure, plotting.sharp_png)
+    if result is None:
+        pytest.skip("the course's catalog or font is not there")
+    checks = result["checks"]["narrow"]
+    words_px = 12 * 100 / 72 * editions.PHONE_COLUMN_PX / checks["width"]
+    assert words_px >= editions.PHONE_TEXT_PX, "the words alone would pass"
+    assert editions.phone_text_px(checks) < editions.PHONE_TEXT_PX
+    assert checks["smallest_text_px"] == round(12 * 0.7 * 100 / 72, 1)
+
+
+def test_the_layer_diagram_draws_its_own_narrow_version_for_a_phone():
+    figure = plotting.layer_diagram(num_heads=3).figure
+    wide = plotting.sharp_png(figure)
+    result = editions.renderings(figure, plotting.sharp_png)
+    if result is None:
+        pytest.skip("the course's catalog or font is not there")
+    assert result["untranslated"] == []
+    for name in ("narrow", "zh-narrow"):
+        checks = result["checks"][name]
+        assert editions.phone_text_px(checks) >= editions.PHONE_TEXT_PX
+        assert checks["height"] > checks["width"], "top to bottom"
+        assert checks["overlaps"] == []
+    assert editions.phone_text_px(result["checks"]["zh"]) < 10, "wide"
+    assert plotting.sharp_png(figure) == wide, "the figure is as it was"
+    matplotlib.pyplot.close(figure)

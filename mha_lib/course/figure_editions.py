@@ -5,9 +5,11 @@ A notebook's figure is shown as one PNG (:func:`plotting.sharp_png`). For
 the book, :func:`renderings` draws the same figure, with the same numbers,
 three more times: its words in Chinese (from the course's catalog,
 ``locale/zh_CN/outputs.po``), and narrow enough that a phone shows its
-smallest text at :data:`PHONE_TEXT_PX` or more, its panels stacked. It also
-says, for each of the four, the smallest text and every label drawn over
-another label or a legend drawn over data points; the book's build refuses a
+smallest text, sub- and superscripts included, at :data:`PHONE_TEXT_PX` or
+more: its panels stacked, or as the figure's own ``figure.narrow()`` draws
+it (:func:`narrow_drawing`). It also says, for each of the four, the
+smallest text and every label drawn over another label or a legend drawn
+over data points; the book's build refuses a
 figure whose phone rendering is too small or whose labels collide
 (``book/_ext/figure_editions.py`` puts the renderings on the pages). Where
 the catalog is not there (``mha_lib`` installed without the course's
@@ -26,6 +28,7 @@ import matplotlib
 import numpy as np
 from matplotlib.font_manager import FontProperties
 from matplotlib.gridspec import GridSpec
+from matplotlib.mathtext import MathTextParser
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, FuncFormatter
 
@@ -53,20 +56,32 @@ def renderings(figure, sharp_png):
     result = {"checks": {}, "shown": {}, "untranslated": []}
     with _one_mathematics_parser():
         result["checks"]["en"] = measure(figure)
+        drawn = {False: figure, True: narrow_drawing(figure)}
         for name, chinese, narrow in (
             ("narrow", False, True),
             ("zh", True, False),
             ("zh-narrow", True, True),
         ):
-            edition = _edition(figure, words if chinese else None, narrow)
-            with edition as missing, _measured(figure) as checks:
-                data, shown = sharp_png(figure)  # measured as it draws
+            shown_figure = drawn[narrow]
+            edition = _edition(
+                shown_figure, words if chinese else None, narrow
+            )
+            with edition as missing, _measured(shown_figure) as checks:
+                data, shown = sharp_png(shown_figure)  # measured as drawn
             result[name] = base64.b64encode(data).decode("ascii")
             result["shown"][name] = shown
             result["checks"][name] = {**shown, **checks}
             result["untranslated"] += missing
     result["untranslated"] = sorted(set(result["untranslated"]))
     return result
+
+
+def narrow_drawing(figure):
+    """The figure a phone is shown: what ``figure.narrow()`` draws where a
+    figure carries such a function (a diagram laid out anew), else
+    ``figure``, made narrow by :func:`_edition`."""
+    narrow = getattr(figure, "narrow", True)
+    return narrow() if callable(narrow) else figure
 
 
 def measure(figure):
@@ -137,12 +152,28 @@ def _text_checks(figure, renderer, drawn, size_dpi):
         for line in lines
         if _any_inside(box, line.get_transform().transform(line.get_xydata()))
     ]
-    sizes = [text.get_fontsize() * size_dpi / 72 for text in drawn]
+    sizes = [_smallest_points(text) * size_dpi / 72 for text in drawn]
     return {
         "smallest_text_px": round(min(sizes, default=99), 1),
         "overlaps": overlaps,
         "legend_over_data": covered,
     }
+
+
+def _smallest_points(text):
+    """The size of a text's smallest glyphs, in points: its mathematics
+    sets sub- and superscripts smaller than the text."""
+    sizes = [text.get_fontsize()]
+    for line in text.get_text().split("\n"):
+        line, math = text._preprocess_math(line)
+        if math is True:  # not TeX's
+            if "path" not in _PARSERS:
+                _PARSERS["path"] = MathTextParser("path")
+            parsed = _PARSERS["path"].parse(
+                line, 72, text.get_fontproperties()
+            )
+            sizes += [glyph[1] for glyph in parsed.glyphs]
+    return min(sizes)
 
 
 def phone_text_px(checks):
@@ -383,8 +414,10 @@ def _translating(label, words, missing):
 def _narrow(figure, undo):
     """``figure`` :data:`NARROW_INCHES` wide; panels side by side in one row
     are stacked in a column. A figure that says ``figure.narrow = False``
-    (a diagram whose boxes hold text) keeps its size."""
-    if not getattr(figure, "narrow", True):
+    (a diagram whose boxes hold text) keeps its size, as does one that
+    draws its own narrow version (:func:`narrow_drawing`)."""
+    narrow = getattr(figure, "narrow", True)
+    if not narrow or callable(narrow):
         return
     width, height = figure.get_size_inches()
     undo.append(lambda: figure.set_size_inches(width, height))

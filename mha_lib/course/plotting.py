@@ -16,6 +16,7 @@ and printed at over 200 pixels per inch.
 
 import io
 import struct
+from functools import partial
 
 try:
     import matplotlib
@@ -392,6 +393,12 @@ DIAGRAM_COLUMNS = {
     "concat": (7.65, 1.1, "join"),
     "out": (9.15, 1.3, "mix"),
 }
+# the texts of its boxes shared by the heads
+DIAGRAM_TEXTS = {
+    "x": "x\n(n, d)",
+    "concat": "concat\n(n, h d$_k$)",
+    "out": "$\\times W^O$\n\noutput\n(n, d)",
+}
 
 
 def layer_diagram(num_heads=3, ax=None):
@@ -404,24 +411,98 @@ def layer_diagram(num_heads=3, ax=None):
     row = 1.2  # height of one head's row
     top = row * num_heads
     if ax is None:
-        # 7 inches: its 12-point text shows at 10 pixels in a phone's column
         _, ax = plt.subplots(figsize=(7.0, 1.6 + 1.15 * num_heads))
-    ax.figure.narrow = False  # its boxes hold text: not redrawn narrow
+        # a phone is shown it top to bottom (its boxes hold text)
+        fits = num_heads <= NARROW_DIAGRAM_HEADS
+        ax.figure.narrow = fits and partial(_layer_diagram_down, num_heads)
+    else:
+        ax.figure.narrow = False  # its boxes hold text: not redrawn narrow
     ax.set_xlim(-0.05, 10.45)
     ax.set_ylim(-0.1, top + 0.75)
     ax.axis("off")
     for left, width, heading in DIAGRAM_COLUMNS.values():
         ax.text(left + width / 2, top + 0.4, heading, ha="center", va="center")
-    _diagram_box(ax, 0.0, 0.1, 0.9, top - 0.2, "x\n(n, d)")
-    _diagram_box(ax, 7.65, 0.1, 1.1, top - 0.2, "concat\n(n, h d$_k$)")
-    _diagram_box(
-        ax, 9.15, 0.1, 1.3, top - 0.2, "$\\times W^O$\n\noutput\n(n, d)"
-    )
+    for name in ("x", "concat", "out"):
+        left, width, _ = DIAGRAM_COLUMNS[name]
+        _diagram_box(ax, left, 0.1, width, top - 0.2, DIAGRAM_TEXTS[name])
     for i in range(num_heads):
         _diagram_head(ax, i, top - row * (i + 1) + 0.12, row - 0.24)
     _diagram_arrow(ax, (8.75, top / 2), (9.15, top / 2))
     ax.set_title(f"One layer, {num_heads} heads: every head reads all of x")
     return ax
+
+
+# :func:`layer_diagram` top to bottom for a phone, 15-point text (its d_k
+# under a root, at 0.66 of the text, shows at 10 pixels in a phone's column):
+# its rows of boxes, by column of :data:`DIAGRAM_COLUMNS`, and their heights
+# in inches; a gap between rows holds a heading and the arrows
+NARROW_DIAGRAM_ROWS = {
+    "x": 0.75,
+    "qkv": 0.75,
+    "softmax": 0.85,
+    "head": 0.75,
+    "concat": 0.75,
+    "out": 1.2,
+}
+NARROW_DIAGRAM_PT = 15
+NARROW_DIAGRAM_HEADS = 3  # more do not fit side by side
+DIAGRAM_GAP = 0.55
+
+
+def _layer_diagram_down(num_heads):
+    """:func:`layer_diagram` top to bottom, the heads side by side,
+    :data:`~.figure_editions.NARROW_INCHES` wide (a Figure of its own, not
+    pyplot's)."""
+    from matplotlib.figure import Figure
+
+    rows = NARROW_DIAGRAM_ROWS
+    # a margin below: a box's rounded edge is drawn outside it
+    height = sum(rows.values()) + DIAGRAM_GAP * len(rows) + 0.05
+    with matplotlib.rc_context({"font.size": NARROW_DIAGRAM_PT}):
+        figure = Figure(figsize=(editions.NARROW_INCHES, height))
+        figure.narrow = False  # narrow already
+        ax = figure.add_axes((0, 0, 1, 1))
+        ax.set(xlim=(0, editions.NARROW_INCHES), ylim=(0, height))
+        ax.axis("off")
+        above = None
+        for name, box_height in rows.items():
+            height -= DIAGRAM_GAP + box_height
+            _diagram_row(ax, num_heads, (above, name), height, box_height)
+            above = name
+        ax.set_title(
+            f"One layer, {num_heads} heads: every head reads all of x"
+        )
+    return figure
+
+
+def _diagram_row(ax, num_heads, names, y, height):
+    """A row of :func:`_layer_diagram_down` from ``y`` up ``height``: the
+    box ``names[1]`` (one a head, or one across) and, in the gap above, its
+    heading and the arrows from the row ``names[0]``."""
+    above, name = names
+    width = editions.NARROW_INCHES
+    column = width / num_heads
+    top = y + height + DIAGRAM_GAP
+    # the heading between the first two heads' arrows
+    ax.text(
+        column if num_heads > 1 else 0.75 * width,
+        top - DIAGRAM_GAP / 2,
+        DIAGRAM_COLUMNS[name][2],
+        ha="center",
+        va="center",
+    )
+    if name in DIAGRAM_TEXTS:
+        _diagram_box(ax, 0.06, y, width - 0.12, height, DIAGRAM_TEXTS[name])
+    for i in range(num_heads):
+        middle = column * (i + 0.5)
+        if name not in DIAGRAM_TEXTS:
+            text, left = _head_texts(i)[name], column * i + 0.06
+            box = (left, y, column - 0.12, height, text, head_colour(i))
+            _diagram_box(ax, *box)
+        # an arrow a head, and one from concat to W^O
+        if above is not None and (above != "concat" or i == num_heads // 2):
+            colour = "0.35" if above in DIAGRAM_TEXTS else head_colour(i)
+            _diagram_arrow(ax, (middle, top), (middle, y + height), colour)
 
 
 def _diagram_head(ax, i, y, height):
@@ -430,18 +511,22 @@ def _diagram_head(ax, i, y, height):
     from x and into the concatenation."""
     colour = head_colour(i)
     middle = y + height / 2
-    texts = {
-        "qkv": f"$Q_{i}, K_{i}, V_{i}$\n(n, d$_k$) each",
-        "softmax": f"$A_{i}$ = softmax\n$(Q_{i} K_{i}^T / \\sqrt{{d_k}})$",
-        "head": f"head {i}\n$A_{i} V_{i}$",
-    }
-    for name, text in texts.items():
+    for name, text in _head_texts(i).items():
         left, width, _ = DIAGRAM_COLUMNS[name]
         _diagram_box(ax, left, y, width, height, text, colour)
     _diagram_arrow(ax, (0.9, middle), (1.4, middle))
     _diagram_arrow(ax, (3.3, middle), (3.75, middle), colour)
     _diagram_arrow(ax, (5.85, middle), (6.3, middle), colour)
     _diagram_arrow(ax, (7.25, middle), (7.65, middle), colour)
+
+
+def _head_texts(i):
+    """Head ``i``'s boxes' texts, by column of :data:`DIAGRAM_COLUMNS`."""
+    return {
+        "qkv": f"$Q_{i}, K_{i}, V_{i}$\n(n, d$_k$) each",
+        "softmax": f"$A_{i}$ = softmax\n$(Q_{i} K_{i}^T / \\sqrt{{d_k}})$",
+        "head": f"head {i}\n$A_{i} V_{i}$",
+    }
 
 
 def _diagram_box(ax, x, y, w, h, text, colour="#bab0ac"):
