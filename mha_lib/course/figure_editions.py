@@ -30,7 +30,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.gridspec import GridSpec
 from matplotlib.mathtext import MathTextParser
 from matplotlib.text import Text
-from matplotlib.ticker import FixedFormatter, FuncFormatter
+from matplotlib.ticker import FixedFormatter, FuncFormatter, LogFormatter
 
 MIME = "application/vnd.mha-answered.figures+json"
 ROOT = Path(__file__).resolve().parents[2]
@@ -425,6 +425,7 @@ def _narrow(figure, undo):
     undo.append(lambda: [ax._set_position(p) for ax, p in positions.items()])
     rows = _stack(figure, undo)
     figure.set_size_inches(NARROW_INCHES, rows * height)
+    _plain_log_ticks(figure, undo)
     # tight_layout cannot place a colour bar made beside several panels
     if rows > 1 or all(ax.get_subplotspec() for ax in figure.axes):
         _tight(figure)
@@ -432,6 +433,31 @@ def _narrow(figure, undo):
             _tight(figure)
     else:
         _fold_long_texts(figure, undo)
+
+
+def _plain_log_ticks(figure, undo):
+    """Log axes' ticks as plain numbers, 0.001 for 10⁻³: on a phone an
+    exponent shows at about 8 px, under :data:`PHONE_TEXT_PX`."""
+    for axis in (a for ax in figure.axes for a in (ax.xaxis, ax.yaxis)):
+        for which in ("major", "minor"):
+            formatter = getattr(axis, f"get_{which}_formatter")()
+            if axis.get_scale() != "log" or not isinstance(
+                formatter, LogFormatter
+            ):
+                continue
+            setter = getattr(axis, f"set_{which}_formatter")
+            undo.append(lambda set_=setter, f=formatter: set_(f))
+            setter(FuncFormatter(_plain(formatter)))
+
+
+def _plain(formatter):
+    """A tick label function: the number ``formatter`` would label, written
+    plainly (``:g``), and no label where it would write none."""
+
+    def label(value, position):
+        return f"{value:g}" if formatter(value, position) else ""
+
+    return label
 
 
 def _tight(figure):

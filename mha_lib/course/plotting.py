@@ -339,10 +339,11 @@ def _draw_qkv_owners(ax, layer, palette):
     for boundary in (width, 2 * width):
         ax.axhline(boundary - 0.5, color="black", linewidth=1.5)
     labels = ["$W^Q$", "$W^K$", "$W^V$"]
-    ax.set_yticks([width / 2, 1.5 * width, 2.5 * width], labels)
+    # 14 points: their exponents show at 10 px or more on a phone
+    ax.set_yticks([width / 2, 1.5 * width, 2.5 * width], labels, fontsize=14)
     ax.set_xticks([])
     ax.set_xlabel("input feature (all of x)")
-    ax.set_title("q, k, v: rows of head i")
+    ax.set_title("q, k, v: rows of head i", fontsize=14)
 
 
 def _draw_output_owners(ax, layer, palette):
@@ -358,7 +359,7 @@ def _draw_output_owners(ax, layer, palette):
     ax.set_yticks([])
     ax.set_xlabel("concatenated head outputs")
     ax.set_ylabel("output feature")
-    ax.set_title("$W^O$: columns of head i")
+    ax.set_title("$W^O$: columns of head i", fontsize=14)
 
 
 def _name_heads(figure, spec):
@@ -379,7 +380,8 @@ def _name_heads(figure, spec):
     )
     figure.suptitle(
         f"d_model = {spec.d_model}, {spec.num_heads} heads "
-        f"of size {spec.head_dim}"
+        f"of size {spec.head_dim}",
+        fontsize=15,  # above the panels' 14
     )
     figure.tight_layout(rect=(0, 0.08, 1, 1))
 
