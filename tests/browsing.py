@@ -8,7 +8,6 @@ missing.
 """
 
 import functools
-import http.server
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ from support import NOTEBOOKS, extension
 _book_pdf = extension("book_pdf")
 CHROMIUM_FLAGS = _book_pdf.CHROMIUM_FLAGS
 _QuietHandler = _book_pdf._QuietHandler
+_QuietServer = _book_pdf._QuietServer
 
 
 def chromium():
@@ -51,7 +51,7 @@ def site(english_pages):
     module that reads more (the PDF, the Chinese edition) asks for the whole
     build too."""
     handler = functools.partial(_QuietHandler, directory=str(english_pages))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/", english_pages

@@ -27,6 +27,7 @@ import io
 import posixpath
 import re
 import shutil
+import sys
 import threading
 import time
 from pathlib import Path
@@ -539,7 +540,7 @@ def print_pdf(html_path, pdf_path, outdir, titles):
     from playwright.sync_api import sync_playwright
 
     handler = functools.partial(_QuietHandler, directory=str(outdir))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     url = f"http://127.0.0.1:{port}/{html_path.relative_to(outdir).as_posix()}"
@@ -619,6 +620,15 @@ def find_chromium():
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    """A local server that says nothing when a page hung up before its
+    answer was sent (a favicon's "not found" after the page closed)."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _build_pdf(app, exception):
