@@ -39,7 +39,10 @@ Each block of runs is one part, kept in a partial file beside the result, so
 a run that stops resumes where it stopped, in the order above. ``--threads``
 sets the CPU threads (default 1); ``--plan`` lists the parts done and the
 next one, training nothing; ``--smoke`` runs the whole pipeline for a few
-steps into a temporary folder (never the results folder).
+steps into a temporary folder (never the results folder). A second process
+on a 2-core machine, ``--second``, shares the parts: it retunes the variants
+of step 2 on the tuning block in the reverse order and stops, while the first
+runs the steps in order and takes in what the second finished.
 """
 
 import argparse
@@ -222,6 +225,11 @@ def main():
         help="a few steps per run, into this folder (default: a temporary "
         "one)",
     )
+    parser.add_argument(
+        "--second",
+        action="store_true",
+        help="a second process: step 2's retuning, variants in reverse",
+    )
     args = parser.parse_args()
     checkout.use_threads(args.threads)
     if args.smoke is not None and args.smoke.resolve() == results.FOLDER:
@@ -327,6 +335,11 @@ def main():
             part(key, "block", name, seeds, [further] * len(seeds))
             tried = sorted([*tried, further])
 
+    if args.second and not args.plan:
+        for name in reversed(RETUNED):
+            retune(name)
+        print("the second process's parts are done")
+        return
     try:
         # 1. sized 32 x 16 as the chapter tunes: seeds 0 to 2 at every rate
         for seed in CHAPTER_TUNING:
