@@ -608,3 +608,35 @@ def test_a_markdown_page_offers_no_download_of_its_myst_source():
         "download-source-button",
         "download-pdf-button",
     ]
+
+
+def test_a_build_with_a_fresh_environment_builds_the_chinese_one_afresh(
+    tmp_path, monkeypatch
+):
+    """``--all`` reads every English page again; the Chinese build it
+    starts must too, or its pages keep outputs run before (their sources,
+    the same, would not say they changed)."""
+    chinese = extension("chinese_edition")
+    started = []
+
+    def popen(command, **options):
+        started.append(json.loads(command[-1]))
+        return SimpleNamespace()
+
+    monkeypatch.setattr(chinese.subprocess, "Popen", popen)
+    for docs, fresh in (({}, True), ({"intro": 1}, False)):
+        app = SimpleNamespace(
+            config=SimpleNamespace(language="en"),
+            builder=SimpleNamespace(name="html"),
+            env=SimpleNamespace(
+                all_docs=docs,
+                mystnb_config=SimpleNamespace(execution_cache_path="c"),
+            ),
+            outdir=str(tmp_path / "html"),
+            srcdir=str(tmp_path),
+            warningiserror=True,
+            keep_going=True,
+        )
+        chinese._note_a_fresh_environment(app)
+        chinese._start_chinese(app, app.env)
+        assert started[-1]["freshenv"] is fresh

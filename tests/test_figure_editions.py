@@ -243,3 +243,24 @@ def test_a_log_axis_shows_plain_numbers_on_a_phone_and_powers_on_a_page():
     assert plotting.sharp_png(figure) == before  # put back as it was
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert any("10^{" in label for label in labels), labels
+
+
+def test_placed_labels_keep_off_the_lines_joining_points():
+    figure = Figure(figsize=(4, 3))
+    ax = figure.add_subplot()
+    xs = [0.5, 1.5, 2.5]
+    ax.plot(xs, xs, "-o")  # a line up and to the right, through each point
+    ax.set(xlim=(0, 3), ylim=(0, 3))
+    plotting.PointLabels(ax, [(x, x, "16x16", "C0") for x in xs])
+    renderer = figure._get_renderer()
+    figure.draw(renderer)  # places the labels
+    line = ax.get_lines()[0]
+    path = plotting._along(
+        line.get_transform().transform(line.get_xydata()), width=0.5
+    )
+    for label in ax.texts:
+        box = label.get_window_extent(renderer)
+        assert not any(box.overlaps(b) for b in path), label.get_position()
+    # the first place tried (right and up) would have crossed it
+    first = plotting.PointLabels.PLACES[0]
+    assert first[0] > 0 and first[1] > 0

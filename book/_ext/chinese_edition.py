@@ -91,6 +91,12 @@ def all_cached(env):
     return not missing(env)
 
 
+def _note_a_fresh_environment(app):
+    """Whether this build began with an empty environment (``--all``, or
+    the first build): then the Chinese one does too."""
+    app.fresh_environment = not app.env.all_docs
+
+
 def _start_early(app, env, docnames):
     if all_cached(env):
         _start_chinese(app, env)
@@ -114,6 +120,9 @@ def _start_chinese(app, env):
             ),
         },
         "doctreedir": str(build_dir / f".doctrees-{FOLDER}"),
+        # a fresh English environment (--all) reads every Chinese page again
+        # too: their outputs may have changed where their sources did not
+        "freshenv": getattr(app, "fresh_environment", False),
         # Sphinx 7 keeps -W in keep_going when --keep-going is given too
         "warningiserror": bool(app.warningiserror or app.keep_going),
         "keep_going": bool(app.keep_going),
@@ -858,6 +867,7 @@ def setup(app):
     app.add_search_language(ChineseSearch)
     app.connect("config-inited", _chinese_settings)
     app.connect("builder-inited", _own_output_folder, priority=600)
+    app.connect("builder-inited", _note_a_fresh_environment)
     # at once where every notebook is cached, else once the English build
     # has read (and run) every page
     app.connect("env-before-read-docs", _start_early)

@@ -15,6 +15,7 @@ and printed at over 200 pixels per inch.
 """
 
 import io
+import math
 import struct
 from functools import partial
 
@@ -116,8 +117,9 @@ def legend_below(ax, *handles_and_labels, **options):
 class PointLabels(matplotlib.artist.Artist):
     """Labels beside points, placed each time the figure is drawn (a figure
     is drawn wide and narrow): each takes the first of :attr:`PLACES` where
-    it covers no label placed before it, no point, error bar or legend,
-    inside the axes (where none is free, the one that covers least)."""
+    it covers no label placed before it (nor touches one), no point, line,
+    error bar or legend, inside the axes (where none is free, the one that
+    covers least)."""
 
     # offsets in points from the point to the label's nearest corner
     PLACES = (
@@ -180,7 +182,8 @@ class PointLabels(matplotlib.artist.Artist):
                     break
             # the first free place, or else the least covered
             self._put(label, self.PLACES[costs.index(min(costs))])
-            taken.append(label.get_window_extent(renderer))
+            # 2 pixels apart: labels that touch read as one ("16" "8")
+            taken.append(label.get_window_extent(renderer).padded(2))
 
     @staticmethod
     def _put(label, place):
@@ -194,17 +197,23 @@ class PointLabels(matplotlib.artist.Artist):
 
 def _marks(ax, renderer):
     """The boxes of every data point drawn on ``ax`` (a marker's, 4 points
-    each way: labelled or not) and of every error bar, in pixels."""
+    each way: labelled or not), of every line joining points (small boxes
+    along it) and of every error bar, in pixels."""
     size = renderer.points_to_pixels(4)
     boxes = []
     for line in ax.get_lines():
-        if line.get_visible() and line.get_marker() not in ("", " ", "None"):
-            for x, y in line.get_transform().transform(line.get_xydata()):
-                boxes.append(
-                    matplotlib.transforms.Bbox.from_extents(
-                        x - size, y - size, x + size, y + size
-                    )
+        if not line.get_visible():
+            continue
+        xy = line.get_transform().transform(line.get_xydata())  # (n, 2)
+        if line.get_marker() not in ("", " ", "None"):
+            boxes += [
+                matplotlib.transforms.Bbox.from_extents(
+                    x - size, y - size, x + size, y + size
                 )
+                for x, y in xy
+            ]
+        if line.get_linestyle() not in ("", " ", "None"):
+            boxes += _along(xy, width=line.get_linewidth())
     for bars in ax.collections:
         if isinstance(bars, matplotlib.collections.LineCollection):
             transform = bars.get_transform()
@@ -218,6 +227,22 @@ def _marks(ax, renderer):
                         max(y0, y1),
                     )
                 )
+    return boxes
+
+
+def _along(xy, width, step=3.0):
+    """Boxes of ``width`` pixels every ``step`` pixels along the segments
+    joining the points ``xy`` ``(n, 2)``, in pixels."""
+    boxes = []
+    for (x0, y0), (x1, y1) in zip(xy[:-1], xy[1:]):
+        count = max(1, int(math.hypot(x1 - x0, y1 - y0) / step))
+        for i in range(count + 1):
+            x, y = x0 + i / count * (x1 - x0), y0 + i / count * (y1 - y0)
+            boxes.append(
+                matplotlib.transforms.Bbox.from_extents(
+                    x - width, y - width, x + width, y + width
+                )
+            )
     return boxes
 
 
