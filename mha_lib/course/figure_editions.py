@@ -452,13 +452,13 @@ def _plain_log_ticks(figure, undo):
 
 def _plain(formatter):
     """A tick label function: the number ``formatter`` would label, written
-    plainly from 0.001 to 1000 and as ``1e6`` or ``1e-5`` beyond, and no
+    plainly from 0.001 to 10000 and as ``1e6`` or ``1e-5`` beyond, and no
     label where it would write none."""
 
     def label(value, position):
         if not formatter(value, position):
             return ""
-        if value == 0 or 1e-3 <= abs(value) < 1e4:
+        if value == 0 or 1e-3 <= abs(value) < 1e5:
             return f"{value:g}"
         mantissa, exponent = f"{value:.0e}".split("e")
         return f"{mantissa}e{int(exponent)}"  # 1e+06 -> 1e6
