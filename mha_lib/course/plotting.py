@@ -414,12 +414,13 @@ def _name_heads(figure, spec):
 # the columns of :func:`layer_diagram`: left edge, width, heading
 DIAGRAM_COLUMNS = {
     "x": (0.0, 0.9, "input"),
-    "qkv": (1.4, 1.9, "project"),
-    "softmax": (3.75, 2.1, "attend"),
-    "head": (6.3, 0.95, "average"),
-    "concat": (7.65, 1.1, "join"),
-    "out": (9.15, 1.3, "mix"),
+    "qkv": (1.35, 2.05, "project"),
+    "softmax": (3.85, 2.3, "attend"),
+    "head": (6.6, 1.05, "average"),
+    "concat": (8.1, 1.35, "join"),
+    "out": (9.9, 1.3, "mix"),
 }
+DIAGRAM_RIGHT = 11.25  # the right edge of the drawing, past the last box
 # the texts of its boxes shared by the heads
 DIAGRAM_TEXTS = {
     "x": "x\n(n, d)",
@@ -438,13 +439,13 @@ def layer_diagram(num_heads=3, ax=None):
     row = 1.2  # height of one head's row
     top = row * num_heads
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.0, 1.6 + 1.15 * num_heads))
+        _, ax = plt.subplots(figsize=(7.5, 1.6 + 1.15 * num_heads))
         # a phone is shown it top to bottom (its boxes hold text)
         fits = num_heads <= NARROW_DIAGRAM_HEADS
         ax.figure.narrow = fits and partial(_layer_diagram_down, num_heads)
     else:
         ax.figure.narrow = False  # its boxes hold text: not redrawn narrow
-    ax.set_xlim(-0.05, 10.45)
+    ax.set_xlim(-0.05, DIAGRAM_RIGHT)
     ax.set_ylim(-0.1, top + 0.75)
     ax.axis("off")
     for left, width, heading in DIAGRAM_COLUMNS.values():
@@ -454,7 +455,7 @@ def layer_diagram(num_heads=3, ax=None):
         _diagram_box(ax, left, 0.1, width, top - 0.2, DIAGRAM_TEXTS[name])
     for i in range(num_heads):
         _diagram_head(ax, i, top - row * (i + 1) + 0.12, row - 0.24)
-    _diagram_arrow(ax, (8.75, top / 2), (9.15, top / 2))
+    _diagram_arrow(ax, *_between("concat", "out", top / 2))
     ax.set_title(f"One layer, {num_heads} heads: every head reads all of x")
     return ax
 
@@ -541,10 +542,17 @@ def _diagram_head(ax, i, y, height):
     for name, text in _head_texts(i).items():
         left, width, _ = DIAGRAM_COLUMNS[name]
         _diagram_box(ax, left, y, width, height, text, colour)
-    _diagram_arrow(ax, (0.9, middle), (1.4, middle))
-    _diagram_arrow(ax, (3.3, middle), (3.75, middle), colour)
-    _diagram_arrow(ax, (5.85, middle), (6.3, middle), colour)
-    _diagram_arrow(ax, (7.25, middle), (7.65, middle), colour)
+    _diagram_arrow(ax, *_between("x", "qkv", middle))
+    for start, end in (("qkv", "softmax"), ("softmax", "head")):
+        _diagram_arrow(ax, *_between(start, end, middle), colour)
+    _diagram_arrow(ax, *_between("head", "concat", middle), colour)
+
+
+def _between(start, end, y):
+    """The ends of an arrow at height ``y`` from the right edge of column
+    ``start`` of :data:`DIAGRAM_COLUMNS` to the left edge of ``end``."""
+    left, width, _ = DIAGRAM_COLUMNS[start]
+    return (left + width, y), (DIAGRAM_COLUMNS[end][0], y)
 
 
 def _head_texts(i):
