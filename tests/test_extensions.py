@@ -640,3 +640,41 @@ def test_a_build_with_a_fresh_environment_builds_the_chinese_one_afresh(
         chinese._note_a_fresh_environment(app)
         chinese._start_chinese(app, app.env)
         assert started[-1]["freshenv"] is fresh
+
+
+def test_the_printed_digest_ignores_checksums_but_not_what_they_load(
+    book_pdf, tmp_path
+):
+    """A first build links its static files without ``?v=`` (they are not
+    there yet when its pages are written), a rebuild with it: the same
+    book, no new print. A loaded file or a font its CSS names that changed
+    is a new print."""
+    static = tmp_path / "_static"
+    (static / "fonts").mkdir(parents=True)
+    (static / "book.css").write_text("@font-face {src: url(fonts/a.woff)}")
+    (static / "fonts" / "a.woff").write_bytes(b"font")
+    (static / "m.js").write_text("1")
+    pdf_folder = tmp_path / "_pdf"
+    pdf_folder.mkdir()
+
+    def book(query):
+        return soup(
+            "<html><head>"
+            f'<link rel="stylesheet" href="../_static/book.css{query}">'
+            f'<script src="../_static/m.js{query}"></script>'
+            '<link rel="alternate" hreflang="zh" href="../twin.html">'
+            '<script src="../searchindex.js"></script>'
+            "</head><body><p>text</p></body></html>"
+        )
+
+    (tmp_path / "twin.html").write_text("the other edition's page")
+    first = book_pdf.printed_digest(book(""), pdf_folder)
+    assert book_pdf.printed_digest(book("?v=8cd3d715"), pdf_folder) == first
+    (tmp_path / "twin.html").write_text("rebuilt: not printed")
+    (tmp_path / "searchindex.js").write_text("rebuilt: not printed")
+    assert book_pdf.printed_digest(book(""), pdf_folder) == first
+    (static / "m.js").write_text("2")
+    second = book_pdf.printed_digest(book(""), pdf_folder)
+    assert second != first
+    (static / "fonts" / "a.woff").write_bytes(b"another font")
+    assert book_pdf.printed_digest(book(""), pdf_folder) != second

@@ -631,6 +631,32 @@ class _QuietServer(http.server.ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+def printed_digest(book, folder):
+    """What the PDF of ``book`` (its HTML in ``folder``) shows and how it
+    prints: its HTML, runs of white space as one (a comment leaves its
+    line's end behind), without the ``?v=`` checksums of the files it loads
+    (a first build writes none: the files are not there yet when its pages
+    are written) but with those files' contents, and this file."""
+    shown = re.sub(r"\?v=[0-9a-f]+", "", re.sub(r"\s+", " ", str(book)))
+    digest = hashlib.sha256(shown.encode() + Path(__file__).read_bytes())
+    for tag in book.head.find_all(["link", "script"]):
+        if tag.name == "link" and "stylesheet" not in tag.get("rel", []):
+            continue  # not loaded to print (the page's twin, say)
+        url = (tag.get("href") or tag.get("src") or "").split("?")[0]
+        loaded = folder / url
+        if url.endswith("searchindex.js"):
+            continue  # the search's index: not printed, and rebuilt anew
+        if url and "://" not in url and loaded.is_file():
+            digest.update(url.encode() + loaded.read_bytes())
+            if url.endswith(".css"):  # and the fonts it names
+                text = loaded.read_text(encoding="utf-8", errors="replace")
+                for name in re.findall(r"url\(['\"]?([^'\")?#]+)", text):
+                    font = loaded.parent / name
+                    if "://" not in name and font.is_file():
+                        digest.update(name.encode() + font.read_bytes())
+    return digest.hexdigest()
+
+
 def _build_pdf(app, exception):
     if exception is not None or app.builder.name != "html":
         return
@@ -664,10 +690,7 @@ def _build_pdf(app, exception):
     html_path.write_text(str(book), encoding="utf-8")
     # a rebuild that changed nothing the PDF shows (a comment, say) keeps it
     printed_from = outdir / f"{PDF_NAME}.printed-from"
-    # (runs of white space as one: a comment leaves its line's end behind;
-    # and how it prints: this file)
-    shown = re.sub(r"\s+", " ", str(book)).encode()
-    digest = hashlib.sha256(shown + Path(__file__).read_bytes()).hexdigest()
+    digest = printed_digest(book, html_path.parent)
     if (outdir / PDF_NAME).is_file() and printed_from.is_file():
         if printed_from.read_text() == digest:
             logger.info(f"book_pdf: {PDF_NAME} kept, the book is as printed")
