@@ -49,6 +49,7 @@ from mha_lib.spec import AttentionSpec
 CONTEXT, BATCH, STEPS, EVERY = 64, 32, 1500, 150
 RATES = [1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2]  # a factor 2 apart
 TUNING_SEED, SEEDS = 0, [1, 2, 3, 4, 5]
+SIZED_32 = "sized 32 x 16"  # wide 8 x 64's cost in heads of 16: not in the grid
 HEADS_OF = "standard 8 x 8"  # the variant whose heads are measured
 D = 64
 
@@ -96,6 +97,16 @@ def variants():
             layers,
         )
     return table
+
+
+def every_variant():
+    """``variants()`` and sized 32 x 16 (32 heads of size 16 at ``d_model``
+    64: the parameters and FLOPs of wide 8 x 64), trained after the grid by
+    ``scripts/ch7_apart.py``."""
+    return {
+        **variants(),
+        SIZED_32: (AttentionSpec(D, 32, head_dim=16), 2, "sized"),
+    }
 
 
 def describe(name, spec, num_layers, group, vocab):
@@ -190,7 +201,7 @@ def curves(corpus, validation, name, seeds, rates, device, steps):
     """Variant ``name`` trained on ``seeds`` at ``rates`` for ``steps``: one
     record per run with its held-out curve only (the runs beyond the grid
     keep no training loss)."""
-    spec, num_layers, _ = variants()[name]
+    spec, num_layers, _ = every_variant()[name]
     _, records = train(
         corpus, validation, spec, num_layers, seeds, rates, device, steps
     )

@@ -16,7 +16,13 @@ seed on a 2-core machine (five seeds train together); minutes on a GPU.
 
 import checkout  # noqa: F401  (this checkout's mha_lib, first)
 from ch7_experiment import curves
-from ch7_powered import CHAPTER_TUNING, GRID_SEEDS, NEW_SEEDS, chosen_rate
+from ch7_powered import (
+    CHAPTER_TUNING,
+    GRID_SEEDS,
+    NEW_SEEDS,
+    STORED,
+    chosen_rate,
+)
 
 from mha_lib.course import results
 from mha_lib.course.corpus import load_bible, windows
@@ -30,6 +36,7 @@ CENTRAL = [
     ("wide 8 x 64", "standard 8 x 8"),
     ("wide 2 x 64", "sized 8 x 16"),
     ("wide 8 x 64", "d_model 128"),
+    ("wide 8 x 64", "sized 32 x 16"),  # the same parameters and FLOPs
 ]
 BLOCK = 5  # seeds trained together, one part each
 STEPS = 1500
@@ -39,11 +46,11 @@ def chapter_runs():
     """``(rate, {seed: final score})`` of every central variant on the
     chapter's reported seeds, at the chapter's rate."""
     grid = results.load("ch7_experiment")["data"]
-    powered = results.load("ch7_powered")["data"]
     runs = {}
-    for v in [*grid["variants"], *powered["variants"]]:
-        for r in v["runs"]:
-            runs[v["variant"], r["seed"], r["lr"]] = r["held_out"][-1]
+    for name in STORED:
+        for v in results.load(name)["data"]["variants"]:
+            for r in v["runs"]:
+                runs[v["variant"], r["seed"], r["lr"]] = r["held_out"][-1]
     reported = [s for s in GRID_SEEDS if s not in CHAPTER_TUNING] + NEW_SEEDS
     table = {}
     for name in {n for pair in CENTRAL for n in pair}:
