@@ -61,12 +61,18 @@ from ch7_experiment import (
     CONTEXT,
     EVERY,
     RATES,
+    SIZED_32,
     STEPS,
-    D,
     describe,
-    variants,
+    every_variant,
 )
-from ch7_powered import CHAPTER_TUNING, GRID_SEEDS, NEW_SEEDS, tuning_sets
+from ch7_powered import (
+    CHAPTER_TUNING,
+    GRID_SEEDS,
+    NEW_SEEDS,
+    STORED,
+    tuning_sets,
+)
 from ch7_replication import CENTRAL
 
 import mha_lib
@@ -81,11 +87,11 @@ from mha_lib.course.corpus import (
 from mha_lib.course.language_training import train_language_models
 from mha_lib.course.replication import paired_verdict
 from mha_lib.course.statistics import best_rate
-from mha_lib.spec import AttentionSpec
 
 ROOT = Path(__file__).resolve().parent.parent
-NEW = "sized 32 x 16"
-PAIRS = [*CENTRAL, ("wide 8 x 64", NEW)]
+NEW = SIZED_32
+PAIRS = CENTRAL
+assert ("wide 8 x 64", NEW) in PAIRS
 TUNING_BOOKS = (
     "1 Timothy",
     "2 Timothy",
@@ -125,14 +131,6 @@ class Schedule:
 
 
 SMOKE = Schedule(steps=6, every=3, warmup=2, windows=32)
-
-
-def models():
-    """``{name: (AttentionSpec, num_layers, group)}``: the chapter's variants
-    and sized 32 x 16."""
-    table = variants()
-    table[NEW] = (AttentionSpec(D, 32, head_dim=16), 2, "sized")
-    return table
 
 
 def texts():
@@ -201,10 +199,13 @@ def medians(runs, seeds, key="held_out"):
 
 def stored_runs():
     """``{(variant, seed, lr): run}`` of the chapter's stored files: seeds 0
-    to 5 at every rate of the grid (with the training loss), and seeds 6 to
-    17 at the rates the powered run trained."""
+    to 5 at every rate of the grid (with the training loss), seeds 6 to 17
+    at the rates the powered run trained, and sized 32 x 16's runs of step 1
+    once ``--sized`` has stored them."""
     runs = {}
-    for name in ("ch7_experiment", "ch7_powered"):
+    for name in STORED:
+        if name not in results.SHIPPED:  # ch7_sized, until step 1 is stored
+            continue
         for v in results.load(name)["data"]["variants"]:
             for r in v["runs"]:
                 runs[v["variant"], r["seed"], r["lr"]] = {**r, "from": name}
@@ -226,6 +227,11 @@ def main():
         "one)",
     )
     parser.add_argument(
+        "--sized",
+        action="store_true",
+        help="step 1 only, then write ch7_sized.json for the chapter",
+    )
+    parser.add_argument(
         "--second",
         action="store_true",
         help="a second process: step 2's retuning, variants in reverse",
@@ -236,7 +242,7 @@ def main():
         raise SystemExit("--smoke writes to a folder of its own")
     schedule = SMOKE if args.smoke is not None else Schedule()
     device = mha_lib.pick_device()
-    table = models()
+    table = every_variant()
     corpus, apart = texts()
 
     def held_out(text):
@@ -350,6 +356,19 @@ def main():
             for name in RETUNED
         }
         reported(NEW, present[NEW])
+        if args.sized and not args.plan:
+            sized = [key for key in plan if NEW in key]
+            data = sized_data(schedule, corpus, table, pool, present[NEW])
+            data["parts"] = part_records(parts, sized)
+            results.save(
+                "ch7_sized",
+                data,
+                device=device,
+                seconds=sum(map(parts.seconds_of, sized)),
+                folder=args.smoke,
+                ran_in=parts.done[sized[0]]["result"]["environment"],
+            )
+            return
         # 2. every variant tuned on the block kept apart
         retuned = {name: retune(name) for name in RETUNED}
         # 3. the reported seeds at every rate that changed
@@ -382,20 +401,56 @@ def main():
     data["settings"]["triples"] = {
         ", ".join(map(str, t)): lr for t, lr in triples.items()
     }
-    data["parts"] = {
-        key: {
-            "wall_seconds": parts.seconds_of(key),
-            "cpu_seconds": parts.done[key]["result"]["cpu_seconds"],
-            "commit": parts.done[key]["result"]["commit"],
-            "environment": parts.done[key]["result"]["environment"],
-        }
-        for key in plan
-    }
+    data["parts"] = part_records(parts, plan)
     parts.save(data, device=device)
 
 
 class Planned(Exception):
     """The first part that ``--plan`` would train."""
+
+
+def part_records(parts, keys):
+    """``{key: its wall and CPU seconds, commit and environment}``."""
+    return {
+        key: {
+            "wall_seconds": parts.seconds_of(key),
+            **{
+                field: parts.done[key]["result"][field]
+                for field in ("cpu_seconds", "commit", "environment")
+            },
+        }
+        for key in keys
+    }
+
+
+def sized_data(schedule, corpus, table, pool, rate):
+    """Step 1's results, ``ch7_sized.json``: sized 32 x 16 as the chapter
+    tunes its variants, seeds 0 to 2 at every rate of the grid and seeds 3
+    to 17 at the rate they chose (the lowest median on the scored books)."""
+    described = describe(NEW, *table[NEW], len(corpus.alphabet))
+    wide = describe("wide 8 x 64", *table["wide 8 x 64"], len(corpus.alphabet))
+    for field in ("parameters", "forward_flops"):
+        if described[field] != wide[field]:
+            raise ValueError(f"{NEW} and wide 8 x 64 differ in {field}")
+    runs = [
+        {k: v for k, v in r.items() if k != "from"}
+        for (name, seed, lr), r in sorted(pool.items())
+        if name == NEW and (seed in CHAPTER_TUNING or lr == rate)
+    ]
+    return {
+        "settings": {
+            "steps": schedule.steps,
+            "evaluate_every": schedule.every,
+            "warmup": schedule.warmup,
+            "context": CONTEXT,
+            "batch_size": BATCH,
+            "rates": RATES,
+            "tuning_seeds": list(CHAPTER_TUNING),
+            "reported_seeds": REPORTED,
+            "training_characters": len(corpus.train),
+        },
+        "variants": [{**described, "rate": rate, "runs": runs}],
+    }
 
 
 def gather(schedule, corpus, apart, table, pool, tuning, present, retuned):

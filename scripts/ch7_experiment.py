@@ -49,7 +49,9 @@ from mha_lib.spec import AttentionSpec
 CONTEXT, BATCH, STEPS, EVERY = 64, 32, 1500, 150
 RATES = [1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2, 3.2e-2]  # a factor 2 apart
 TUNING_SEED, SEEDS = 0, [1, 2, 3, 4, 5]
-SIZED_32 = "sized 32 x 16"  # wide 8 x 64's cost in heads of 16: not in the grid
+SIZED_32 = (
+    "sized 32 x 16"  # wide 8 x 64's cost in heads of 16: not in the grid
+)
 HEADS_OF = "standard 8 x 8"  # the variant whose heads are measured
 D = 64
 

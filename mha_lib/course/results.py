@@ -177,6 +177,7 @@ SHIPPED = {
 COMMANDS = {
     "ch4_models": "python3 scripts/store_models.py ch4_models",
     "replication": "python3 scripts/replicate.py --seeds 100-119 --store",
+    "ch7_sized": "python3 scripts/ch7_apart.py --sized",
     **{
         f"ch7_replication-{seeds}": "python3 scripts/replicate.py "
         f"--chapters 7 --seeds {seeds} --store"
