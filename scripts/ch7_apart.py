@@ -91,7 +91,8 @@ from mha_lib.course.statistics import best_rate
 ROOT = Path(__file__).resolve().parent.parent
 NEW = SIZED_32
 PAIRS = CENTRAL
-assert ("wide 8 x 64", NEW) in PAIRS
+EQUAL_COST = ("wide 8 x 64", NEW)  # the same parameters and FLOPs
+assert EQUAL_COST in PAIRS
 TUNING_BOOKS = (
     "1 Timothy",
     "2 Timothy",
@@ -427,30 +428,45 @@ def sized_data(schedule, corpus, table, pool, rate):
     """Step 1's results, ``ch7_sized.json``: sized 32 x 16 as the chapter
     tunes its variants, seeds 0 to 2 at every rate of the grid and seeds 3
     to 17 at the rate they chose (the lowest median on the scored books)."""
-    described = describe(NEW, *table[NEW], len(corpus.alphabet))
-    wide = describe("wide 8 x 64", *table["wide 8 x 64"], len(corpus.alphabet))
-    for field in ("parameters", "forward_flops"):
-        if described[field] != wide[field]:
-            raise ValueError(f"{NEW} and wide 8 x 64 differ in {field}")
+    described = equal_cost(
+        {
+            name: describe(name, *table[name], len(corpus.alphabet))
+            for name in EQUAL_COST
+        }
+    )
     runs = [
         {k: v for k, v in r.items() if k != "from"}
         for (name, seed, lr), r in sorted(pool.items())
         if name == NEW and (seed in CHAPTER_TUNING or lr == rate)
     ]
     return {
-        "settings": {
-            "steps": schedule.steps,
-            "evaluate_every": schedule.every,
-            "warmup": schedule.warmup,
-            "context": CONTEXT,
-            "batch_size": BATCH,
-            "rates": RATES,
-            "tuning_seeds": list(CHAPTER_TUNING),
-            "reported_seeds": REPORTED,
-            "training_characters": len(corpus.train),
-        },
-        "variants": [{**described, "rate": rate, "runs": runs}],
+        "settings": settings(schedule, corpus),
+        "variants": [{**described[NEW], "rate": rate, "runs": runs}],
     }
+
+
+def settings(schedule, corpus):
+    """The settings that both results files record."""
+    return {
+        "steps": schedule.steps,
+        "evaluate_every": schedule.every,
+        "warmup": schedule.warmup,
+        "context": CONTEXT,
+        "batch_size": BATCH,
+        "rates": RATES,
+        "tuning_seeds": list(CHAPTER_TUNING),
+        "reported_seeds": REPORTED,
+        "training_characters": len(corpus.train),
+    }
+
+
+def equal_cost(described):
+    """``described`` (``{name: describe(...)}``), once sized 32 x 16 is
+    checked to have exactly wide 8 x 64's parameters and FLOPs."""
+    for field in ("parameters", "forward_flops"):
+        if len({described[name][field] for name in EQUAL_COST}) > 1:
+            raise ValueError(f"{NEW} and wide 8 x 64 differ in {field}")
+    return described
 
 
 def gather(schedule, corpus, apart, table, pool, tuning, present, retuned):
@@ -476,13 +492,12 @@ def gather(schedule, corpus, apart, table, pool, tuning, present, retuned):
         "tuning block": {name: retuned[name][1] for name in RETUNED},
         "training loss": {name: loss_rule(name) for name in RETUNED},
     }
-    described = {
-        name: describe(name, *table[name], len(corpus.alphabet))
-        for name in RETUNED
-    }
-    for field in ("parameters", "forward_flops"):
-        if described[NEW][field] != described["wide 8 x 64"][field]:
-            raise ValueError(f"{NEW} and wide 8 x 64 differ in {field}")
+    described = equal_cost(
+        {
+            name: describe(name, *table[name], len(corpus.alphabet))
+            for name in RETUNED
+        }
+    )
 
     def finals(name, lr):
         if lr is None or any((name, s, lr) not in pool for s in REPORTED):
@@ -546,18 +561,10 @@ def gather(schedule, corpus, apart, table, pool, tuning, present, retuned):
             verdicts.append(row)
     return {
         "settings": {
-            "steps": schedule.steps,
-            "evaluate_every": schedule.every,
-            "warmup": schedule.warmup,
-            "context": CONTEXT,
-            "batch_size": BATCH,
-            "rates": RATES,
+            **settings(schedule, corpus),
             "widening": WIDENING,
-            "tuning_seeds": list(CHAPTER_TUNING),
-            "reported_seeds": REPORTED,
             "scored_books": list(HELD_OUT_BOOKS),
             "tuning_books": list(TUNING_BOOKS),
-            "training_characters": len(corpus.train),
             "tuning_training_characters": len(apart.train),
             "tuning_block_characters": len(apart.validation),
             "scored_characters": len(corpus.validation),
