@@ -13,15 +13,16 @@ grid 0.001 to 0.032 a factor 2 apart); the reported seeds are the chapter's
    chapter is: seeds 0 to 2 at every rate of the grid, the rate with the
    lowest median final score on the scored books (2 Peter to Revelation);
    seeds 3 to 17 train at it.
-2. The variants of the six central pairs (``scripts/ch7_replication.py``)
-   and sized 32 x 16 are tuned again on a block of text kept apart: the seven
-   books before the scored ones, 1 Timothy to 1 Peter (92,141 characters, the
-   contiguous block nearest the scored books' 90,198). The tuning runs train
-   on the training text without that block (its first 3,955,113 characters)
-   and are scored on the block: seeds 0 to 2 at every rate of the grid, the
-   rate with the lowest median final score on the block. While that rate is
-   the smallest or the largest tried, the rate a factor 2 beyond is tried too
-   (at most three times on each side). The scored books are never read.
+2. The variants of the seven central pairs (``scripts/ch7_replication.py``;
+   sized 32 x 16 among them) are tuned again on a block of text kept apart:
+   the seven books before the scored ones, 1 Timothy to 1 Peter (92,141
+   characters, the contiguous block nearest the scored books' 90,198). The
+   tuning runs train on the training text without that block (its first
+   3,955,113 characters) and are scored on the block: seeds 0 to 2 at every
+   rate of the grid, the rate with the lowest median final score on the
+   block. While that rate is the smallest or the largest tried, the rate a
+   factor 2 beyond is tried too (at most three times on each side). The
+   scored books are never read.
 3. Where a variant's new rate differs from the chapter's, seeds 3 to 17 train
    at it as the chapter's do (the whole training text, scored on the scored
    books); runs the stored files already hold are read, not trained again.
@@ -70,7 +71,6 @@ from ch7_powered import (
     CHAPTER_TUNING,
     GRID_SEEDS,
     NEW_SEEDS,
-    STORED,
     tuning_sets,
 )
 from ch7_replication import CENTRAL
@@ -200,13 +200,11 @@ def medians(runs, seeds, key="held_out"):
 
 def stored_runs():
     """``{(variant, seed, lr): run}`` of the chapter's stored files: seeds 0
-    to 5 at every rate of the grid (with the training loss), seeds 6 to 17
-    at the rates the powered run trained, and sized 32 x 16's runs of step 1
-    once ``--sized`` has stored them."""
+    to 5 at every rate of the grid (with the training loss), and seeds 6 to
+    17 at the rates the powered run trained; not ``ch7_sized``, whose runs
+    are this script's own parts."""
     runs = {}
-    for name in STORED:
-        if name not in results.SHIPPED:  # ch7_sized, until step 1 is stored
-            continue
+    for name in ("ch7_experiment", "ch7_powered"):
         for v in results.load(name)["data"]["variants"]:
             for r in v["runs"]:
                 runs[v["variant"], r["seed"], r["lr"]] = {**r, "from": name}

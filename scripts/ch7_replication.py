@@ -10,7 +10,7 @@ to 2), with ``scripts/ch7_experiment.py``'s own code. A verdict holds on a set
 of seeds when its paired 95 % interval lies wholly on the chapter's side of
 zero, each pair judged alone: the replication checks stated verdicts one by
 one. The same rule runs on the chapter's 15 reported seeds (3 to 17), so the
-two columns compare like with like. About 13 minutes of one CPU thread per
+two columns compare like with like. About 17 minutes of one CPU thread per
 seed on a 2-core machine (five seeds train together); minutes on a GPU.
 """
 
@@ -77,6 +77,12 @@ def stored_name(seeds):
     return f"ch7_replication-{seeds[0]}-{seeds[-1]}"
 
 
+def parts_of(seeds):
+    """The partial file of a run on ``seeds``: the parts it trained, until
+    ``--store`` keeps their runs in the results file."""
+    return results.Parts(f"replication-ch7-{seeds[0]}-{seeds[-1]}")
+
+
 def stored_runs(seeds):
     """``{(variant, seed, rate): run}`` of the stored replication on
     ``seeds`` (none where there is none yet), and its trainings' seconds."""
@@ -99,7 +105,7 @@ def rows(seeds, device):
     chapter = chapter_runs()
     corpus = load_bible()
     validation = windows(corpus.encode(corpus.validation), 64)
-    parts = results.Parts(f"replication-ch7-{seeds[0]}-{seeds[-1]}")
+    parts = parts_of(seeds)
     kept, kept_seconds = stored_runs(seeds)
     new, runs = {}, []
     for name, (lr, _) in sorted(chapter.items()):

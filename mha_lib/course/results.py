@@ -160,13 +160,16 @@ SHIPPED = {
         "80f5a8829898ec0bcd57e05e1af527e229d485ab7e65aed053cccbae3d892b34"
     ),
     "ch7_replication-200-209": (
-        "28b4d75481998ebef920b0e9e7551ea0c9150e7cdd2051b1683d5f9bfa0795b8"
+        "4f61defa56b36a4b0fa2c175ae6087b628619cdabd427ac198e89d5a0c3b0f6c"
     ),
     "ch7_replication-300-309": (
-        "139c1e4626f04990a56dc5e1eeb3ba86cbf3fc2cffa764b1fd42a4eecd131f91"
+        "9d2f8caf1556c2906d4e02b5228db13d7a7a50979b8b49845b1aaf11aa7f790a"
+    ),
+    "ch7_sized": (
+        "2c7249d256346a8de12a1ed2df97e4bfb3a7a81264cec15badbf71ff643d5aed"
     ),
     "ch7_step_times": (
-        "7ada1f64ab9790cb0cd9e9b98a5766640bde7ffb9c70a7ae7e9047da6a7cbb11"
+        "07826d95a1485092dcf6188072eabfaf5d4e004aff3daeac004465dbfeb63a1d"
     ),
     "replication": (
         "9acf7974e9b76179516b385caf2d2079147f891d97829ec4a01a039e986d126c"
@@ -398,7 +401,11 @@ class Parts:
             folder=self.folder,
             ran_in=ran_in,
         )
-        self.path.unlink(missing_ok=True)
-        self.path.with_suffix(".lock").unlink(missing_ok=True)
+        self.discard()
         print(f"wrote {saved.path}: {self.seconds:.0f} s of training")
         return saved
+
+    def discard(self):
+        """Remove the partial file, once its runs are kept elsewhere."""
+        self.path.unlink(missing_ok=True)
+        self.path.with_suffix(".lock").unlink(missing_ok=True)
