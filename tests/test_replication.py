@@ -178,12 +178,13 @@ def test_chapter_7s_central_verdicts_hold_on_its_own_seeds():
     on its 15 reported seeds each central pair is resolved at 95 %, in the
     direction the chapter states (one head, 32 heads and values of 2 worse
     than 8 standard heads; 8 wide heads better; the wide layers worse than
-    the standard layers of their cost)."""
+    the standard layers of their cost, 32 heads of size 16 among them)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import ch7_replication
 
     chapter = ch7_replication.chapter_runs()
-    expected = ["worse", "worse", "worse", "better", "worse", "worse"]
+    expected = ["worse", "worse", "worse", "better", "worse", "worse", "worse"]
+    assert len(expected) == len(ch7_replication.CENTRAL)
     for (name, reference), stated in zip(ch7_replication.CENTRAL, expected):
         seeds = list(chapter[name][1])
         assert len(seeds) == 15 and seeds == list(chapter[reference][1])
@@ -255,6 +256,7 @@ def test_chapter_7s_replications_store_the_scores_behind_their_verdicts(
     final = {}
     for run in data["runs"]:
         final.setdefault(run["variant"], {})[run["seed"]] = run["held_out"][-1]
+    assert len(data["claims"]) == len(ch7_replication.CENTRAL)
     for (name, reference), row in zip(ch7_replication.CENTRAL, data["claims"]):
         _, detail = ch7_replication.judged(
             *([final[n][s] for s in data["seeds"]] for n in (name, reference))
