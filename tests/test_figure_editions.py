@@ -264,3 +264,26 @@ def test_placed_labels_keep_off_the_lines_joining_points():
     # the first place tried (right and up) would have crossed it
     first = plotting.PointLabels.PLACES[0]
     assert first[0] > 0 and first[1] > 0
+
+
+def test_a_label_lies_where_its_place_was_measured():
+    """Each place's box is worked out before the label is put there; the
+    label then drawn at that place covers that box, for places beside the
+    point too (an offset of 0 up or across centres the label on it)."""
+    figure = Figure(figsize=(4, 3))
+    ax = figure.add_subplot()
+    ax.set(xlim=(0, 3), ylim=(0, 3))
+    labels = plotting.PointLabels(ax, [(1.5, 1.5, "d 128", "C0")])
+    renderer = figure._get_renderer()
+    figure.draw(renderer)
+    label = labels.labels[0]
+    x, y = ax.transData.transform((1.5, 1.5))
+    size = label.get_window_extent(renderer).size
+    for dx, dy in plotting.PointLabels.PLACES:
+        labels._put(label, (dx, dy))
+        box = label.get_window_extent(renderer)
+        left = x + renderer.points_to_pixels(dx)
+        left -= size[0] * ((dx < 0) + (dx == 0) / 2)
+        bottom = y + renderer.points_to_pixels(dy)
+        bottom -= size[1] * ((dy < 0) + (dy == 0) / 2)
+        assert abs(box.x0 - left) < 1 and abs(box.y0 - bottom) < 1, (dx, dy)

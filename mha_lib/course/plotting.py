@@ -173,7 +173,7 @@ class PointLabels(matplotlib.artist.Artist):
                 dx = renderer.points_to_pixels(dx)
                 dy = renderer.points_to_pixels(dy)
                 left = x + dx - size[0] * ((dx < 0) + (dx == 0) / 2)
-                bottom = y + dy - size[1] * (dy < 0)
+                bottom = y + dy - size[1] * ((dy < 0) + (dy == 0) / 2)
                 box = matplotlib.transforms.Bbox.from_bounds(
                     left, bottom, *size
                 )
@@ -192,7 +192,9 @@ class PointLabels(matplotlib.artist.Artist):
         label.set_horizontalalignment(
             "left" if dx > 0 else "right" if dx < 0 else "center"
         )
-        label.set_verticalalignment("bottom" if dy > 0 else "top")
+        label.set_verticalalignment(
+            "bottom" if dy > 0 else "top" if dy < 0 else "center"
+        )
 
 
 def _marks(ax, renderer):
