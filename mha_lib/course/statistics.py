@@ -3,6 +3,7 @@ intervals for a proportion and for a paired difference (by resampling, or
 Student's t for a handful of seeds), and the choice of a learning rate from
 several seeds."""
 
+import functools
 import math
 import numbers
 import statistics
@@ -103,6 +104,7 @@ def paired_bootstrap(
     return (first - second).mean().item(), low.item(), high.item()
 
 
+@functools.lru_cache(maxsize=256)  # a chapter asks for a few, many times
 def student_t_quantile(p, df):
     """The ``p``-quantile of Student's t distribution with ``df`` degrees of
     freedom: bisection on its distribution function, whose density is
