@@ -22,6 +22,24 @@ def activation_elements(d_model, num_heads, seq_len, *, batch=1, **sizes):
     return spec.activation_elements(seq_len, batch)
 
 
+# CUDA's memory-efficient kernel, which serves float32: it pads each head's
+# log-sum-exp to a whole number of its backward's blocks of queries, and keeps
+# its random-number state, a seed and an offset of 8 bytes each
+LSE_BLOCK = 32
+RNG_STATE_BYTES = 16
+
+
+def kernel_padding_bytes(spec, seq_len, batch, device):
+    """Bytes the fused kernel keeps for the backward pass beyond
+    :meth:`~mha_lib.spec.AttentionSpec.activation_elements` (float32): none on
+    the CPU; on CUDA the log-sum-exp padded to a multiple of ``LSE_BLOCK``
+    queries and ``RNG_STATE_BYTES``, per call."""
+    if torch.device(device).type != "cuda":
+        return 0
+    padded = -(-seq_len // LSE_BLOCK) * LSE_BLOCK
+    return 4 * batch * spec.num_heads * (padded - seq_len) + RNG_STATE_BYTES
+
+
 def fused_attention_kernel():
     """Context that lets ``scaled_dot_product_attention`` use only the fused
     kernels (flash and memory-efficient), which keep one log-sum-exp per query
@@ -54,7 +72,7 @@ def saved_activation_bytes(layer, x):
             saved[storage.data_ptr()] = storage.nbytes()
         return tensor
 
-    with fused_attention_kernel():
+    with fused_attention_kernel(), no_fused_kernel_is_an_error(x):
         with torch.autograd.graph.saved_tensors_hooks(
             pack, lambda tensor: tensor
         ):
@@ -62,17 +80,42 @@ def saved_activation_bytes(layer, x):
     return sum(saved.values())
 
 
+@contextlib.contextmanager
+def no_fused_kernel_is_an_error(x):
+    """PyTorch's "No available kernel", where no fused kernel takes the
+    inputs, as a ValueError that says what to change."""
+    try:
+        yield
+    except RuntimeError as error:
+        if "No available kernel" not in str(error):
+            raise
+        raise ValueError(
+            f"no fused attention kernel takes these inputs on {x.device}, "
+            "and the formula counts a fused kernel's memory, so nothing is "
+            "measured. The CPU's needs values as wide as queries and keys; "
+            "CUDA's, in float32, head sizes divisible by 4 (PyTorch's "
+            "warnings above give its reasons)"
+        ) from error
+
+
 def peak_training_bytes(layer, x):
     """Peak GPU memory allocated during one forward and backward of
     ``layer(x)`` inside :func:`fused_attention_kernel`, above what was
     allocated before; ``None`` off CUDA, where PyTorch keeps no such counter.
+
+    One step runs unmeasured first: it allocates what stays from step to step
+    (the parameters' gradients, and the 32 MiB workspace cuBLAS takes at a
+    process's first product, which would otherwise be charged to whichever
+    layer is measured first).
     """
     if x.device.type != "cuda":
         return None
+    with fused_attention_kernel(), no_fused_kernel_is_an_error(x):
+        forward_backward(layer, x)
     torch.cuda.synchronize(x.device)
     torch.cuda.reset_peak_memory_stats(x.device)
     before = torch.cuda.memory_allocated(x.device)
-    with fused_attention_kernel():
+    with fused_attention_kernel(), no_fused_kernel_is_an_error(x):
         forward_backward(layer, x)
     torch.cuda.synchronize(x.device)
     return torch.cuda.max_memory_allocated(x.device) - before
