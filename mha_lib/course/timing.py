@@ -64,6 +64,25 @@ def summarize(times):
     return median, q1, q3
 
 
+def relative_times(times, reference):
+    """``{name: median over the rounds of times[name][i] /
+    times[reference][i]}`` from :func:`time_round_robin`: each step's time as
+    a multiple of ``reference``'s, paired round by round, so that a burst of
+    load that slows a round cancels in its ratio instead of moving one step's
+    median."""
+    if reference not in times:
+        raise ValueError(
+            f"reference {reference!r} is not among the timed steps "
+            f"{list(times)}"
+        )
+    return {
+        name: statistics.median(
+            t / r for t, r in zip(values, times[reference], strict=True)
+        )
+        for name, values in times.items()
+    }
+
+
 def time_round_robin(steps, device, *, repeats=20, warmup=3, threads=1):
     """Seconds (see :func:`seconds`) of each call of every ``{name: step}``,
     measured round-robin: ``{name: [seconds per repeat]}``.
