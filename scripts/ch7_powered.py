@@ -36,8 +36,6 @@ GRID_SEEDS = [TUNING_SEED, *SEEDS]  # 0 to 5: every rate stored
 NEW_SEEDS = list(range(6, 18))
 BLOCK = 4
 CHAPTER_TUNING = (0, 1, 2)
-# the files of the chapter's runs on the whole text, scored on the scored books
-STORED = ("ch7_experiment", "ch7_powered", "ch7_sized")
 # the central pairs first: one head against eight, wide against the layers
 # of its cost
 VARIANTS = [

@@ -20,7 +20,6 @@ from ch7_powered import (
     CHAPTER_TUNING,
     GRID_SEEDS,
     NEW_SEEDS,
-    STORED,
     chosen_rate,
 )
 
@@ -38,6 +37,8 @@ CENTRAL = [
     ("wide 8 x 64", "d_model 128"),
     ("wide 8 x 64", "sized 32 x 16"),  # the same parameters and FLOPs
 ]
+# the files of the chapter's runs on the whole text, scored on the scored books
+STORED = ("ch7_experiment", "ch7_powered", "ch7_sized")
 BLOCK = 5  # seeds trained together, one part each
 STEPS = 1500
 
@@ -46,11 +47,10 @@ def chapter_runs():
     """``(rate, {seed: final score})`` of every central variant on the
     chapter's reported seeds, at the chapter's rate."""
     grid = results.load("ch7_experiment")["data"]
-    runs = {}
-    for name in STORED:
-        for v in results.load(name)["data"]["variants"]:
-            for r in v["runs"]:
-                runs[v["variant"], r["seed"], r["lr"]] = r["held_out"][-1]
+    runs = {
+        key: run["held_out"][-1]
+        for key, run in results.runs_by_key(*STORED).items()
+    }
     reported = [s for s in GRID_SEEDS if s not in CHAPTER_TUNING] + NEW_SEEDS
     table = {}
     for name in {n for pair in CENTRAL for n in pair}:

@@ -329,3 +329,20 @@ def test_chapter_7s_rate_choice_ranks_a_diverged_run_last(monkeypatch):
     for variant in results.load("ch7_experiment")["data"]["variants"]:
         tuning = [r for r in variant["runs"] if r["seed"] == TUNING_SEED]
         assert tuned_rate(tuning) == variant["chosen_lr"], variant["variant"]
+
+
+def test_runs_by_key_gathers_every_run_of_the_files_named():
+    files = ("ch7_experiment", "ch7_sized")
+    stored = [results.load(name)["data"]["variants"] for name in files]
+    runs = results.runs_by_key(*files)
+    assert len(runs) == len(
+        {
+            (v["variant"], r["seed"], r["lr"])
+            for variants in stored
+            for v in variants
+            for r in v["runs"]
+        }
+    )
+    (sized,) = stored[1]
+    run = sized["runs"][-1]
+    assert runs[sized["variant"], run["seed"], run["lr"]] == run
