@@ -356,7 +356,7 @@ def main():
         }
         reported(NEW, present[NEW])
         if args.sized and not args.plan:
-            sized = [key for key in plan if NEW in key]
+            sized = list(plan)  # so far step 1's parts, all sized 32 x 16's
             data = sized_data(schedule, corpus, table, pool, present[NEW])
             data["parts"] = part_records(parts, sized)
             results.save(
