@@ -6,12 +6,17 @@ from support import DEVICES
 
 import mha_lib
 from mha_lib.course.memory import (
-    RNG_STATE_BYTES,
     activation_elements,
     kernel_padding_bytes,
     peak_training_bytes,
     saved_activation_bytes,
 )
+
+
+def ampere_or_newer():
+    """Float32's memory-efficient kernel needs head sizes divisible by 4 on
+    GPUs of compute capability 8 and above (on older ones, 1)."""
+    return torch.cuda.get_device_capability()[0] >= 8
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -32,7 +37,7 @@ def test_activation_model_matches_saved_tensors(
     )
     layer = layer.to(device)
     x = torch.randn(3, 20, d_model).to(device)
-    if device == "cuda" and layer.spec.head_dim % 4:
+    if device == "cuda" and layer.spec.head_dim % 4 and ampere_or_newer():
         with pytest.raises(ValueError, match="divisible by 4"):
             saved_activation_bytes(layer, x)
         return
@@ -45,7 +50,9 @@ def test_activation_model_matches_saved_tensors(
     if device == "cpu":
         assert peak is None, "PyTorch keeps no peak counter on the CPU"
     else:  # all it saves but the input (there before) is held at once
-        assert peak >= expected - x.nbytes - RNG_STATE_BYTES
+        assert peak >= expected - x.nbytes
+        # cuBLAS's workspace (32 MiB on an H200) is not the layer's
+        assert peak < 2**25
 
 
 @pytest.mark.parametrize("device", DEVICES)

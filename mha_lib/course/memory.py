@@ -22,9 +22,10 @@ def activation_elements(d_model, num_heads, seq_len, *, batch=1, **sizes):
     return spec.activation_elements(seq_len, batch)
 
 
-# CUDA's memory-efficient kernel, which serves float32: it pads each head's
+# PyTorch's memory-efficient CUDA kernel, which serves float32 (as seen on an
+# H200 with PyTorch 2.11; ROCm's kernels are not covered): it pads each head's
 # log-sum-exp to a whole number of its backward's blocks of queries, and keeps
-# its random-number state, a seed and an offset of 8 bytes each
+# a dropout seed and offset, 8 bytes each, even without dropout
 LSE_BLOCK = 32
 RNG_STATE_BYTES = 16
 
@@ -33,7 +34,8 @@ def kernel_padding_bytes(spec, seq_len, batch, device):
     """Bytes the fused kernel keeps for the backward pass beyond
     :meth:`~mha_lib.spec.AttentionSpec.activation_elements` (float32): none on
     the CPU; on CUDA the log-sum-exp padded to a multiple of ``LSE_BLOCK``
-    queries and ``RNG_STATE_BYTES``, per call."""
+    queries and ``RNG_STATE_BYTES``, per call (PyTorch's float32 kernel, as
+    seen on an H200)."""
     if torch.device(device).type != "cuda":
         return 0
     padded = -(-seq_len // LSE_BLOCK) * LSE_BLOCK
@@ -93,8 +95,8 @@ def no_fused_kernel_is_an_error(x):
             f"no fused attention kernel takes these inputs on {x.device}, "
             "and the formula counts a fused kernel's memory, so nothing is "
             "measured. The CPU's needs values as wide as queries and keys; "
-            "CUDA's, in float32, head sizes divisible by 4 (PyTorch's "
-            "warnings above give its reasons)"
+            "on a recent GPU (Ampere or newer) in float32, head sizes "
+            "divisible by 4 (PyTorch's warnings above give its reasons)"
         ) from error
 
 
@@ -104,9 +106,9 @@ def peak_training_bytes(layer, x):
     allocated before; ``None`` off CUDA, where PyTorch keeps no such counter.
 
     One step runs unmeasured first: it allocates what stays from step to step
-    (the parameters' gradients, and the 32 MiB workspace cuBLAS takes at a
-    process's first product, which would otherwise be charged to whichever
-    layer is measured first).
+    (the parameters' gradients, and the workspace cuBLAS takes at a
+    process's first product, 32 MiB on an H200, which would otherwise be
+    charged to whichever layer is measured first).
     """
     if x.device.type != "cuda":
         return None

@@ -67,9 +67,9 @@ def summarize(times):
 def relative_times(times, reference):
     """``{name: median over the rounds of times[name][i] /
     times[reference][i]}`` from :func:`time_round_robin`: each step's time as
-    a multiple of ``reference``'s, paired round by round, so that a burst of
-    load that slows a round cancels in its ratio instead of moving one step's
-    median."""
+    a multiple of ``reference``'s, paired round by round: load that lasts
+    through a round cancels in its ratio, and a round hit by a shorter burst
+    is an outlier the median drops."""
     if reference not in times:
         raise ValueError(
             f"reference {reference!r} is not among the timed steps "
