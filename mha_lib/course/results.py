@@ -150,6 +150,9 @@ SHIPPED = {
     "ch6_experiment": (
         "782e2a08b94d420262d48279671f1b034a94353482dfef8d7c29c371ba5551d7"
     ),
+    "ch7_apart": (
+        "625e3d587f33488e65c23ce67d2f6a37fe5ae74fc23924da9ad2860ef4249ffd"
+    ),
     "ch7_experiment": (
         "acc46ed20f776448e56351c0a0eda2e019e86d2f0ec9e1c0f2a42d1f5d04d0c4"
     ),
