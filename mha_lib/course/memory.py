@@ -42,19 +42,35 @@ def kernel_padding_bytes(spec, seq_len, batch, device):
     return 4 * batch * spec.num_heads * (padded - seq_len) + RNG_STATE_BYTES
 
 
-def fused_attention_kernel():
-    """Context that lets ``scaled_dot_product_attention`` use only the fused
-    kernels (flash and memory-efficient), which keep one log-sum-exp per query
-    and head instead of the ``n x n`` weights. The formula assumes them; with
-    no fused kernel for the inputs, the call fails instead of silently keeping
-    the weights. A no-op on PyTorch before 2.3."""
+@contextlib.contextmanager
+def fused_attention_kernel(x):
+    """Context that lets ``scaled_dot_product_attention`` on ``x`` use only
+    the fused kernels (flash and memory-efficient), which keep one log-sum-exp
+    per query and head instead of the ``n x n`` weights. The formula assumes
+    them; where no fused kernel takes the inputs, PyTorch's "No available
+    kernel" becomes a ValueError that says what to change, instead of the
+    weights being kept silently. Only that, on PyTorch before 2.3."""
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel
     except ImportError:  # PyTorch < 2.3
-        return contextlib.nullcontext()
-    return sdpa_kernel(
-        [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
-    )
+        only_fused = contextlib.nullcontext()
+    else:
+        only_fused = sdpa_kernel(
+            [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
+        )
+    try:
+        with only_fused:
+            yield
+    except RuntimeError as error:
+        if "No available kernel" not in str(error):
+            raise
+        raise ValueError(
+            f"no fused attention kernel takes these inputs on {x.device}, "
+            "and the formula counts a fused kernel's memory, so nothing is "
+            "measured. The CPU's needs values as wide as queries and keys; "
+            "on a recent GPU (Ampere or newer) in float32, head sizes "
+            "divisible by 4 (PyTorch's warnings above give its reasons)"
+        ) from error
 
 
 def saved_activation_bytes(layer, x):
@@ -74,30 +90,12 @@ def saved_activation_bytes(layer, x):
             saved[storage.data_ptr()] = storage.nbytes()
         return tensor
 
-    with fused_attention_kernel(), no_fused_kernel_is_an_error(x):
+    with fused_attention_kernel(x):
         with torch.autograd.graph.saved_tensors_hooks(
             pack, lambda tensor: tensor
         ):
             layer(x)
     return sum(saved.values())
-
-
-@contextlib.contextmanager
-def no_fused_kernel_is_an_error(x):
-    """PyTorch's "No available kernel", where no fused kernel takes the
-    inputs, as a ValueError that says what to change."""
-    try:
-        yield
-    except RuntimeError as error:
-        if "No available kernel" not in str(error):
-            raise
-        raise ValueError(
-            f"no fused attention kernel takes these inputs on {x.device}, "
-            "and the formula counts a fused kernel's memory, so nothing is "
-            "measured. The CPU's needs values as wide as queries and keys; "
-            "on a recent GPU (Ampere or newer) in float32, head sizes "
-            "divisible by 4 (PyTorch's warnings above give its reasons)"
-        ) from error
 
 
 def peak_training_bytes(layer, x):
@@ -112,12 +110,12 @@ def peak_training_bytes(layer, x):
     """
     if x.device.type != "cuda":
         return None
-    with fused_attention_kernel(), no_fused_kernel_is_an_error(x):
+    with fused_attention_kernel(x):
         forward_backward(layer, x)
     torch.cuda.synchronize(x.device)
     torch.cuda.reset_peak_memory_stats(x.device)
     before = torch.cuda.memory_allocated(x.device)
-    with fused_attention_kernel(), no_fused_kernel_is_an_error(x):
+    with fused_attention_kernel(x):
         forward_backward(layer, x)
     torch.cuda.synchronize(x.device)
     return torch.cuda.max_memory_allocated(x.device) - before
