@@ -203,12 +203,11 @@ def stored_runs():
     to 5 at every rate of the grid (with the training loss), and seeds 6 to
     17 at the rates the powered run trained; not ``ch7_sized``, whose runs
     are this script's own parts."""
-    runs = {}
-    for name in ("ch7_experiment", "ch7_powered"):
-        for v in results.load(name)["data"]["variants"]:
-            for r in v["runs"]:
-                runs[v["variant"], r["seed"], r["lr"]] = {**r, "from": name}
-    return runs
+    return {
+        key: {**run, "from": name}
+        for name in ("ch7_experiment", "ch7_powered")
+        for key, run in results.runs_by_key(results.load(name)).items()
+    }
 
 
 def main():

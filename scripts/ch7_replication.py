@@ -49,7 +49,7 @@ def chapter_runs():
     grid = results.load("ch7_experiment")["data"]
     runs = {
         key: run["held_out"][-1]
-        for key, run in results.runs_by_key(*STORED).items()
+        for key, run in results.runs_by_key(*map(results.load, STORED)).items()
     }
     reported = [s for s in GRID_SEEDS if s not in CHAPTER_TUNING] + NEW_SEEDS
     table = {}

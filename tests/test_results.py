@@ -331,9 +331,9 @@ def test_chapter_7s_rate_choice_ranks_a_diverged_run_last(monkeypatch):
         assert tuned_rate(tuning) == variant["chosen_lr"], variant["variant"]
 
 
-def test_runs_by_key_gathers_every_run_of_the_files_named():
-    files = ("ch7_experiment", "ch7_sized")
-    stored = [results.load(name)["data"]["variants"] for name in files]
+def test_runs_by_key_gathers_every_run_of_the_files_given():
+    files = [results.load(name) for name in ("ch7_experiment", "ch7_sized")]
+    stored = [file["data"]["variants"] for file in files]
     runs = results.runs_by_key(*files)
     assert len(runs) == len(
         {

@@ -296,13 +296,13 @@ def load(name, folder=None, *, sha256=None):
     return record
 
 
-def runs_by_key(*names):
-    """``{(variant, seed, lr): run}`` of the stored results ``names`` (each
-    read by :func:`load`), whose ``data["variants"]`` each list their
+def runs_by_key(*files):
+    """``{(variant, seed, lr): run}`` of stored results ``files`` (each as
+    :func:`load` returned it), whose ``data["variants"]`` each list their
     ``runs``; where two files hold a run, the later file's."""
     runs = {}
-    for name in names:
-        for variant in load(name)["data"]["variants"]:
+    for file in files:
+        for variant in file["data"]["variants"]:
             for run in variant["runs"]:
                 runs[variant["variant"], run["seed"], run["lr"]] = run
     return runs
