@@ -175,7 +175,7 @@ SHIPPED = {
         "07826d95a1485092dcf6188072eabfaf5d4e004aff3daeac004465dbfeb63a1d"
     ),
     "replication": (
-        "9acf7974e9b76179516b385caf2d2079147f891d97829ec4a01a039e986d126c"
+        "3a5d750ff5cad354e2d8b010d0e361ff8db6085b327a1479fe7c6fede1312f39"
     ),
 }
 # the command that writes each shipped file again; the others are named
