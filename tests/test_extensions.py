@@ -424,6 +424,20 @@ def test_what_a_chapter_printed_is_translated_with_its_numbers():
         "最大差异：1.6e-07\n"
         "python3 scripts/ch5_experiment.py：在 x86_64（cpu）上运行 241 分钟\n"
     )
+    in_parts = (
+        "python3 scripts/x.py: 10 minutes in 4 parts, on 2 machines:\n"
+        "  3 parts on x86_64 (cpu): Python 3.11.7, torch 2.13.0+cpu, "
+        "as locked\n"
+        "  1 parts on NVIDIA H200 (cuda), other versions than the lock's:\n"
+        "    python 3.12.3 (the lock: 3.11)\n"
+    )
+    assert chinese.printed_in_chinese(in_parts, words) == (
+        "python3 scripts/x.py：4 个部分共运行 10 分钟，在 2 台机器上：\n"
+        "  3 个部分在 x86_64（cpu）上：Python 3.11.7、torch 2.13.0+cpu，"
+        "即锁定的版本\n"
+        "  1 个部分在 NVIDIA H200（cuda）上，所用版本与锁定的不同：\n"
+        "    python 3.12.3（锁定：3.11）\n"
+    )
     whole = chinese.printed_in_chinese("one sentence\nover 2 lines\n", words)
     assert whole == "一句话\n占 2 行\n"
 

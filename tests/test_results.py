@@ -248,6 +248,32 @@ def test_a_stored_run_says_whether_it_ran_with_the_locked_versions():
     assert "python 3.12.3 (the lock: 3.11)" in line
 
 
+def test_a_run_in_parts_on_two_machines_counts_the_parts_of_each():
+    cpu = {"device": "cpu", "device_name": "x86_64", "python": "3.11.7"}
+    gpu = {"device": "cuda", "device_name": "NVIDIA H200", "python": "3.12.3"}
+    cpu["torch"], gpu["torch"] = "2.13.0+cpu", "2.11.0+cu130"
+    parts = {f"part {i}": {"environment": cpu} for i in range(3)}
+    parts["part 3"] = {"environment": gpu}
+    record = {
+        "command": "python3 scripts/x.py",
+        "wall_seconds": 600,
+        "environment": gpu,  # the machine that gathered the parts
+        "data": {"parts": parts},
+    }
+    assert results.provenance(record).splitlines() == [
+        "python3 scripts/x.py: 10 minutes in 4 parts, on 2 machines:",
+        "  3 parts on x86_64 (cpu): Python 3.11.7, torch 2.13.0+cpu, "
+        "as locked",
+        "  1 parts on NVIDIA H200 (cuda), other versions than the lock's:",
+        "    python 3.12.3 (the lock: 3.11)",
+        "    torch 2.11.0+cu130 (the lock: 2.13.0)",
+    ]
+    del parts["part 3"]  # one machine: as a run in one piece
+    assert results.provenance(record).startswith(
+        "python3 scripts/x.py: 10 minutes on NVIDIA H200 (cuda)"
+    )
+
+
 def test_a_result_with_nan_is_refused_with_a_clear_message(tmp_path):
     with pytest.raises(ValueError, match="NaN or infinity"):
         saved(tmp_path, {"loss": float("nan")})

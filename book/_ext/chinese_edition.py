@@ -385,6 +385,20 @@ PRINTED_LINES = [
         r"Python \1、torch \2，即锁定的版本",
     ),
     (r"made with other versions than the lock's:", r"所用版本与锁定的不同："),
+    (
+        r"(.+?): (\d+) minutes in (\d+) parts, on (\d+) machines:",
+        r"\1：\3 个部分共运行 \2 分钟，在 \4 台机器上：",
+    ),
+    (
+        r"(\s*)(\d+) parts on (.+) \((\w+)\): Python (\S+), torch (\S+), "
+        r"as locked",
+        r"\1\2 个部分在 \3（\4）上：Python \5、torch \6，即锁定的版本",
+    ),
+    (
+        r"(\s*)(\d+) parts on (.+) \((\w+)\), other versions than the "
+        r"lock's:",
+        r"\1\2 个部分在 \3（\4）上，所用版本与锁定的不同：",
+    ),
     (r"(\s*)(python|torch) (\S+) \(the lock: (\S+)\)", r"\1\2 \3（锁定：\4）"),
 ]
 # what reads as code in a printed line (a module's or a tensor's repr): a

@@ -202,27 +202,62 @@ def command_of(name):
 LOCKED = {"python": "3.11", "torch": "2.13.0"}
 
 
+def _versions(where):
+    """Python and PyTorch of an environment, and whether they are the
+    lock's: ``[]`` where they are, else each as ``name version (the lock:
+    version)``."""
+    return [
+        f"{name} {where[name]} (the lock: {LOCKED[name]})"
+        for name in ("python", "torch")
+        if not where[name].split("+")[0].startswith(LOCKED[name])
+    ]
+
+
+def _machine(where):
+    return f"{where.get('device_name') or where['device']} ({where['device']})"
+
+
 def provenance(record):
     """Where a stored run ran, in lines that fit the code column: its
     command, wall time and device, then its Python and PyTorch and whether
-    those are the lock's versions (a run made with others says so)."""
+    those are the lock's versions (a run made with others says so). A run
+    whose parts ran on several machines (``data["parts"]``, each with its
+    ``environment``) counts the parts of each."""
+    data = record.get("data")
+    parts = data.get("parts", {}) if isinstance(data, dict) else {}
+    machines = {}  # (machine, python, torch): its parts
+    for part in parts.values():
+        where = part.get("environment") if isinstance(part, dict) else None
+        if where:
+            key = (_machine(where), where["python"], where["torch"])
+            machines.setdefault(key, []).append(where)
+    minutes = f"{record['command']}: {record['wall_seconds'] / 60:.0f} minutes"
+    if len(machines) > 1:
+        lines = [
+            f"{minutes} in {len(parts)} parts, on {len(machines)} machines:"
+        ]
+        for (machine, python, torch_version), kept in machines.items():
+            others = _versions(kept[0])
+            if others:
+                lines.append(
+                    f"  {len(kept)} parts on {machine}, other versions than "
+                    "the lock's:"
+                )
+                lines += [f"    {line}" for line in others]
+            else:
+                lines.append(
+                    f"  {len(kept)} parts on {machine}: Python {python}, "
+                    f"torch {torch_version}, as locked"
+                )
+        return "\n".join(lines)
     where = record["environment"]
-    python, torch_version = where["python"], where["torch"]
-    others = [
-        f"{name} {version} (the lock: {LOCKED[name]})"
-        for name, version in (("python", python), ("torch", torch_version))
-        if not version.split("+")[0].startswith(LOCKED[name])
-    ]
+    others = _versions(where)
     versions = (
         "made with other versions than the lock's:\n  " + "\n  ".join(others)
         if others
-        else f"Python {python}, torch {torch_version}, as locked"
+        else f"Python {where['python']}, torch {where['torch']}, as locked"
     )
-    return (
-        f"{record['command']}: {record['wall_seconds'] / 60:.0f} minutes on "
-        f"{where.get('device_name') or where['device']} "
-        f"({where['device']})\n{versions}"
-    )
+    return f"{minutes} on {_machine(where)}\n{versions}"
 
 
 class DamagedResults(ValueError):
