@@ -1,7 +1,7 @@
 """Chapter 7's central variants with rates chosen away from the scored text,
 and the equal-cost split of 8 wide heads: sized 32 x 16.
 
-    python3 scripts/ch7_apart.py  # about a day of one thread, minutes on a GPU
+    python3 scripts/ch7_apart.py  # about 10 CPU-hours; minutes on a GPU
 
 writes ``mha_lib/course/results/ch7_apart.json``. The models, data and
 schedule are those of ``scripts/ch7_experiment.py`` (1,500 steps, the rate
