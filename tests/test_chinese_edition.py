@@ -61,6 +61,23 @@ def test_each_page_links_to_its_twin_in_the_other_edition(twins):
         assert chinese.html["lang"] == "zh-CN", name
 
 
+def test_every_link_of_a_translated_paragraph_goes_where_the_english_does(
+    twins,
+):
+    """A page's links within the book, counted by target and anchor, are the
+    same in both editions (the Chinese answers had sent every link of a list
+    to one page's sections to the last of them)."""
+    for name, english, chinese in twins:
+        links = [
+            Counter(
+                a["href"]
+                for a in page.select("article a.reference.internal[href]")
+            )
+            for page in (english, chinese)
+        ]
+        assert links[0] == links[1], (name, links[0] - links[1])
+
+
 def _maths(page):
     """Every equation of a page, inline and display, with the words of its
     ``\\text{...}`` left out (they are translated)."""

@@ -692,3 +692,33 @@ def test_the_printed_digest_ignores_checksums_but_not_what_they_load(
     assert second != first
     (static / "fonts" / "a.woff").write_bytes(b"another font")
     assert book_pdf.printed_digest(book(""), pdf_folder) != second
+
+
+def test_a_translated_paragraphs_links_keep_their_own_anchors():
+    """Two links of one paragraph to two sections of one page: Sphinx's i18n
+    gave both the last one's anchor; each keeps its own."""
+    from docutils import nodes
+    from sphinx import addnodes
+    from sphinx.transforms.i18n import _NodeUpdater
+
+    extension("chinese_edition")._links_keep_their_anchors()
+
+    def paragraph(*anchors):
+        node = nodes.paragraph()
+        for anchor in anchors:
+            node += addnodes.pending_xref(
+                refdomain="doc",
+                reftype="myst",
+                reftarget="notebooks/05",
+                reftargetid=anchor,
+            )
+        return node
+
+    english = paragraph("three-layers", "measured-time")
+    chinese = paragraph("three-layers", "measured-time")
+    _NodeUpdater(english, chinese, None, noqa=True).update_pending_xrefs()
+    assert [x["reftargetid"] for x in chinese.children] == [
+        "three-layers",
+        "measured-time",
+    ]
+    assert {x["reftarget"] for x in [*english, *chinese]} == {"notebooks/05"}

@@ -670,6 +670,57 @@ def untranslated(doctree, translated):
     return found
 
 
+# Sphinx's i18n gives a translated link the attributes of the original link
+# with the same target document (sphinx.transforms.i18n, its
+# update_pending_xrefs), so where a paragraph links to several sections of one
+# page, every link got the last section's anchor (MyST keeps the anchor apart,
+# in ``reftargetid``). The anchor joins the document while the attributes are
+# matched, so each link keeps its own.
+ANCHOR_MARK = "\x00#"
+
+
+def _anchors_in_targets(nodes_, join):
+    for node in nodes_:
+        if join and node.get("reftargetid"):
+            node["reftarget"] += ANCHOR_MARK + node["reftargetid"]
+        elif not join and ANCHOR_MARK in node.get("reftarget", ""):
+            node["reftarget"] = node["reftarget"].split(ANCHOR_MARK)[0]
+
+
+def _update_pending_xrefs_by_anchor(update):
+    """``update`` (Sphinx's method) with each link matched by its target
+    document and its anchor."""
+
+    def update_pending_xrefs(updater):
+        links = [
+            *updater.node.findall(addnodes.pending_xref),
+            *updater.patch.findall(addnodes.pending_xref),
+        ]
+        _anchors_in_targets(links, join=True)
+        try:
+            update(updater)
+        finally:
+            _anchors_in_targets(
+                [
+                    *updater.node.findall(addnodes.pending_xref),
+                    *updater.patch.findall(addnodes.pending_xref),
+                ],
+                join=False,
+            )
+
+    return update_pending_xrefs
+
+
+def _links_keep_their_anchors():
+    from sphinx.transforms import i18n
+
+    updater = i18n._NodeUpdater
+    if not getattr(updater.update_pending_xrefs, "by_anchor", False):
+        patched = _update_pending_xrefs_by_anchor(updater.update_pending_xrefs)
+        patched.by_anchor = True
+        updater.update_pending_xrefs = patched
+
+
 def _check_translated(app, doctree):
     if not is_chinese(app.config):
         return
@@ -872,6 +923,7 @@ def _link_editions(app, pagename, templatename, context, doctree):
 
 
 def setup(app):
+    _links_keep_their_anchors()
     app.add_transform(OutputsStayAsRun)
     app.add_transform(DisplayMathTranslated)
     app.add_transform(TableWordsTranslated)
