@@ -85,7 +85,7 @@ from mha_lib.course.corpus import (
     windows,
 )
 from mha_lib.course.language_training import train_language_models
-from mha_lib.course.replication import paired_verdict
+from mha_lib.course.replication import VERDICT_CONFIDENCE, paired_verdict
 from mha_lib.course.statistics import best_rate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,6 +198,12 @@ def medians(runs, seeds, key="held_out"):
     return table
 
 
+def runs_of(into, name):
+    """``{(seed, lr): run}`` of ``name`` among ``into``'s ``{(variant, seed,
+    lr): run}``."""
+    return {(s, lr): r for (n, s, lr), r in into.items() if n == name}
+
+
 def stored_runs():
     """``{(variant, seed, lr): run}`` of the chapter's stored files: seeds 0
     to 5 at every rate of the grid (with the training loss), and seeds 6 to
@@ -305,9 +311,6 @@ def main():
         for r in done["runs"]:
             into[name, r["seed"], r["lr"]] = {**r, "from": "ch7_apart"}
         return done
-
-    def runs_of(into, name):
-        return {(s, lr): r for (n, s, lr), r in into.items() if n == name}
 
     def reported(name, lr):
         """Seeds 3 to 17 of ``name`` at ``lr``: those not stored are trained,
@@ -470,9 +473,6 @@ def gather(schedule, corpus, apart, table, pool, tuning, present, retuned):
     """The results file's data: settings, each variant's choices and runs,
     and the paired verdicts under each rule."""
 
-    def runs_of(into, name):
-        return {(s, lr): r for (n, s, lr), r in into.items() if n == name}
-
     def loss_rule(name):
         """The rate the final training loss of seeds 0 to 2 chooses, where
         the stored runs kept it."""
@@ -555,6 +555,7 @@ def gather(schedule, corpus, apart, table, pool, tuning, present, retuned):
                     [b[str(s)] for s in REPORTED],
                 )
                 row.update(verdict=word, mean=mean, low=low, high=high)
+                row["confidence"] = VERDICT_CONFIDENCE  # each pair alone
             verdicts.append(row)
     return {
         "settings": {
