@@ -679,34 +679,25 @@ def untranslated(doctree, translated):
 ANCHOR_MARK = "\x00#"
 
 
-def _anchors_in_targets(nodes_, join):
-    for node in nodes_:
-        if join and node.get("reftargetid"):
-            node["reftarget"] += ANCHOR_MARK + node["reftargetid"]
-        elif not join and ANCHOR_MARK in node.get("reftarget", ""):
-            node["reftarget"] = node["reftarget"].split(ANCHOR_MARK)[0]
-
-
 def _update_pending_xrefs_by_anchor(update):
     """``update`` (Sphinx's method) with each link matched by its target
     document and its anchor."""
 
     def update_pending_xrefs(updater):
-        links = [
-            *updater.node.findall(addnodes.pending_xref),
-            *updater.patch.findall(addnodes.pending_xref),
-        ]
-        _anchors_in_targets(links, join=True)
+        def links():
+            return [
+                *updater.node.findall(addnodes.pending_xref),
+                *updater.patch.findall(addnodes.pending_xref),
+            ]
+
+        for link in links():
+            if link.get("reftargetid"):
+                link["reftarget"] += ANCHOR_MARK + link["reftargetid"]
         try:
             update(updater)
         finally:
-            _anchors_in_targets(
-                [
-                    *updater.node.findall(addnodes.pending_xref),
-                    *updater.patch.findall(addnodes.pending_xref),
-                ],
-                join=False,
-            )
+            for link in links():
+                link["reftarget"] = link["reftarget"].split(ANCHOR_MARK)[0]
 
     return update_pending_xrefs
 

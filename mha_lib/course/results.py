@@ -17,6 +17,7 @@ refused with the command that writes it again instead of being drawn as if it
 were measured; no folder or setting makes a file vouch for itself.
 """
 
+import collections
 import hashlib
 import json
 import math
@@ -225,29 +226,28 @@ def provenance(record):
     ``environment``) counts the parts of each."""
     data = record.get("data")
     parts = data.get("parts", {}) if isinstance(data, dict) else {}
-    machines = {}  # (machine, python, torch): its parts
-    for part in parts.values():
-        where = part.get("environment") if isinstance(part, dict) else None
-        if where:
-            key = (_machine(where), where["python"], where["torch"])
-            machines.setdefault(key, []).append(where)
+    machines = collections.Counter(  # (machine, python, torch): its parts
+        (_machine(where), where["python"], where["torch"])
+        for where in (part.get("environment") for part in parts.values())
+        if where
+    )
     minutes = f"{record['command']}: {record['wall_seconds'] / 60:.0f} minutes"
     if len(machines) > 1:
         lines = [
             f"{minutes} in {len(parts)} parts, on {len(machines)} machines:"
         ]
-        for (machine, python, torch_version), kept in machines.items():
-            others = _versions(kept[0])
+        for (machine, python, torch_version), count in machines.items():
+            others = _versions({"python": python, "torch": torch_version})
             if others:
                 lines.append(
-                    f"  {len(kept)} parts on {machine}, other versions than "
-                    "the lock's:"
+                    f"  {count} parts on {machine}, other versions than the "
+                    "lock's:"
                 )
                 lines += [f"    {line}" for line in others]
             else:
                 lines.append(
-                    f"  {len(kept)} parts on {machine}: Python {python}, "
-                    f"torch {torch_version}, as locked"
+                    f"  {count} parts on {machine}: Python {python}, torch "
+                    f"{torch_version}, as locked"
                 )
         return "\n".join(lines)
     where = record["environment"]
