@@ -188,6 +188,18 @@ def choose(runs, seeds, key="held_out", among=None):
     )
 
 
+def beyond(best, tried):
+    """The rate to try next where ``best`` is the smallest or the largest of
+    the rates ``tried`` (sorted): a factor 2 beyond it, at most
+    :data:`WIDENING` factors past the grid; None where ``best`` lies inside
+    them."""
+    if best == tried[0] and best > RATES[0] / 2**WIDENING:
+        return best / 2
+    if best == tried[-1] and best < RATES[-1] * 2**WIDENING:
+        return best * 2
+    return None
+
+
 def medians(runs, seeds, key="held_out"):
     """``{rate: median final score over seeds}``, for the record."""
     rates = sorted({lr for _, lr in runs})
@@ -331,11 +343,8 @@ def main():
         tried = list(RATES)
         while True:
             best = choose(runs_of(tuning, name), CHAPTER_TUNING)
-            if best == tried[0] and best > RATES[0] / 2**WIDENING:
-                further = best / 2
-            elif best == tried[-1] and best < RATES[-1] * 2**WIDENING:
-                further = best * 2
-            else:
+            further = beyond(best, tried)
+            if further is None:
                 return tried, best
             key = f"{name}: tuning block, seeds 0-2 @ {further}"
             seeds = list(CHAPTER_TUNING)

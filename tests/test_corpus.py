@@ -11,9 +11,14 @@ import torch
 from mha_lib.course.corpus import (
     HELD_OUT_BOOKS,
     TEXT_SHA256,
+    WEB_TEXT_FILE,
+    WEB_TEXT_SHA256,
     Corpus,
     load_bible,
+    load_web_text,
+    piece_ids,
     text_path,
+    web_documents,
     windows,
 )
 
@@ -79,3 +84,51 @@ def test_load_bible_checks_the_hash_and_holds_out_the_last_books(tmp_path):
 def test_the_course_copy_of_the_text_is_the_one_the_results_were_made_on():
     text = gzip.decompress(text_path().read_bytes())
     assert hashlib.sha256(text).hexdigest() == TEXT_SHA256
+
+
+def test_the_alphabet_may_hold_any_character():
+    corpus = Corpus("ab’\n", "b’a\n", "\nab’")
+    assert corpus.encode("’ab\n").tolist() == [3, 1, 2, 0]
+    with pytest.raises(ValueError, match="alphabet"):
+        corpus.encode("“")
+
+
+def test_the_web_text_is_split_by_the_treebank_documents(tmp_path):
+    sentences = [
+        {"document": "email/a", "split": "train", "text": "Hi."},
+        {"document": "email/a", "split": "train", "text": "Bye."},
+        {"document": "reviews/b", "split": "dev", "text": "Good"},
+        {"document": "weblog/c", "split": "test", "text": "Nöw"},
+    ]
+    path = tmp_path / "ewt.jsonl"
+    path.write_text("\n".join(json.dumps(s) for s in sentences) + "\n")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    documents = web_documents(path, expected=digest)
+    assert documents["train"] == [("email/a", "Hi.\nBye.\n")]
+    test = load_web_text("test", path, expected=digest)
+    dev = load_web_text("dev", path, expected=digest)
+    assert (test.train, test.validation) == ("Hi.\nBye.\n", "Nöw\n")
+    assert dev.validation == "Good\n"
+    assert test.alphabet == dev.alphabet, "one alphabet: ids agree"
+    with pytest.raises(ValueError, match="held_out"):
+        load_web_text("train", path, expected=digest)
+    with pytest.raises(ValueError, match="SHA-256"):
+        web_documents(path, expected="0" * 64)
+
+
+def test_the_course_copy_of_the_web_text_is_the_one_the_results_used():
+    text = gzip.decompress(text_path(WEB_TEXT_FILE).read_bytes())
+    assert hashlib.sha256(text).hexdigest() == WEB_TEXT_SHA256
+    parts = web_documents()
+    assert [len(parts[s]) for s in ("train", "dev", "test")] == [540, 318, 316]
+
+
+def test_piece_ids_name_each_target_characters_piece():
+    pieces = [("a", "x" * 7), ("b", "y" * 5), ("c", "z" * 9)]
+    owners = piece_ids(pieces, 4)
+    text = "".join(t for _, t in pieces)
+    _, targets = windows(torch.tensor([ord(c) for c in text]), 4)
+    names = {ord("x"): 0, ord("y"): 1, ord("z"): 2}
+    assert owners.tolist() == [
+        [names[int(t)] for t in row] for row in targets
+    ]

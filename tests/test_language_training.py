@@ -8,9 +8,10 @@ import torch
 from torch import nn
 
 from mha_lib.course import language_training
-from mha_lib.course.corpus import Corpus, windows
+from mha_lib.course.corpus import Corpus, piece_ids, windows
 from mha_lib.course.language_model import CharTransformer
 from mha_lib.course.language_training import (
+    bits_by_piece,
     held_out_bits,
     train_language_models,
     warmup_cosine,
@@ -77,6 +78,28 @@ def test_held_out_bits_is_the_cross_entropy_in_bits():
     nats = nn.functional.cross_entropy(logits.transpose(1, 2), targets)
     bits = held_out_bits(model, inputs, targets, batch_size=7)
     assert math.isclose(bits.item(), nats.item() / math.log(2), rel_tol=1e-5)
+
+
+def test_bits_by_piece_add_up_to_the_held_out_bits():
+    torch.manual_seed(0)
+    model = CharTransformer(6, attention=AttentionSpec(8, 2), context=5)
+    pieces = [("a", "x" * 40), ("b", "y" * 13), ("c", "z" * 47)]
+    inputs, targets = windows(torch.randint(6, (100,)), 5)
+    owners = piece_ids(pieces, 5)
+    sums, characters = bits_by_piece(model, inputs, targets, owners)
+    assert characters.tolist() == [
+        (owners == i).sum().item() for i in range(3)
+    ]
+    total = held_out_bits(model, inputs, targets).item()
+    assert math.isclose(sums.sum() / characters.sum(), total, rel_tol=1e-6)
+    first = owners == 0  # the first piece alone, from its own targets
+    logits, _ = model(inputs)
+    nats = nn.functional.cross_entropy(
+        logits.transpose(1, 2), targets, reduction="none"
+    )[first].sum()
+    assert math.isclose(sums[0], nats.item() / math.log(2), rel_tol=1e-5)
+    with pytest.raises(ValueError, match="one piece per target"):
+        bits_by_piece(model, inputs, targets, owners[:, :3])
 
 
 TINY = Corpus("abcabcabd\n" * 30, "abcabd\n" * 5, "\nabcd")

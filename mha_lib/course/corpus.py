@@ -1,4 +1,5 @@
-"""The text of Chapter 7: the King James Bible, split and encoded.
+"""The texts of Chapter 7: the King James Bible and modern English web text,
+split and encoded.
 
 The text is the King James Bible, one verse per line, in the course's own
 compressed copy (``mha_lib/course/text/kjv.jsonl.gz``, the data file of the
@@ -8,6 +9,11 @@ The copy is not in the wheel: the repository carries it, and so does Chapter
 7's download, which writes it into the installed ``mha_lib``. The last six
 books (2 Peter to Revelation) are held out: train and validation are
 contiguous blocks, never a random split of characters.
+
+The second text is the Universal Dependencies English Web Treebank's
+sentences (``ewt.jsonl.gz`` beside the Bible, written by
+``scripts/web_text.py``): answers, email, newsgroups, reviews and weblogs,
+split by document into the treebank's own train, dev and test lists.
 """
 
 import gzip
@@ -25,6 +31,11 @@ TEXT_SHA256 = (
     "51a4d6ed5592001b9386e2f292d3953132a2662240eb8ad08533d625f1259717"
 )
 TEXT_FILE = Path(__file__).parent / "text" / "kjv.jsonl.gz"
+WEB_TEXT_SHA256 = (
+    "2756504272b6a87ea0abecfb9f40ef1ea5c227d640d4408eb950d32eb5567931"
+)
+WEB_TEXT_FILE = TEXT_FILE.with_name("ewt.jsonl.gz")
+WEB_SPLITS = ("train", "dev", "test")
 HELD_OUT_BOOKS = (
     "2 Peter",
     "1 John",
@@ -45,17 +56,20 @@ class Corpus:
     alphabet: str
 
     def encode(self, text):
-        """Character ids of ``text``: a ``torch.long`` tensor (one byte per
-        character)."""
-        table = torch.full((256,), -1, dtype=torch.long)
-        table[list(self.alphabet.encode("latin-1"))] = torch.arange(
-            len(self.alphabet)
+        """Character ids of ``text``: a ``torch.long`` tensor, each
+        character's place in the (sorted) alphabet."""
+        points, codes = (
+            torch.frombuffer(
+                bytearray(s.encode("utf-32-le")), dtype=torch.int32
+            ).long()  # (characters,): code points
+            for s in (self.alphabet, text)
         )
-        codes = torch.frombuffer(
-            bytearray(text.encode("latin-1")), dtype=torch.uint8
-        )
-        ids = table[codes.long()]
-        if (ids < 0).any():
+        if not (points[1:] > points[:-1]).all():
+            raise ValueError(
+                "the alphabet must be sorted, each character once"
+            )
+        ids = torch.searchsorted(points, codes).clamp(max=len(points) - 1)
+        if not torch.equal(points[ids], codes):
             raise ValueError("text holds characters outside the alphabet")
         return ids
 
@@ -63,15 +77,49 @@ class Corpus:
         return "".join(self.alphabet[int(i)] for i in ids)
 
 
-def text_path():
-    """The course's compressed copy of the King James Bible."""
-    if not TEXT_FILE.is_file():
+def text_path(file=TEXT_FILE):
+    """The course's compressed copy of a text of Chapter 7 (default: the
+    King James Bible)."""
+    if not file.is_file():
         raise FileNotFoundError(
-            f"Chapter 7's text is not at {TEXT_FILE}: it comes with the "
+            f"Chapter 7's text is not at {file}: it comes with the "
             "course's repository and with Chapter 7's download from the book "
             "(its first cell puts it there)"
         )
-    return TEXT_FILE
+    return file
+
+
+def checked_lines(path, expected):
+    """The JSON lines of ``path`` (gzip-compressed where its name ends in
+    ``.gz``), once the SHA-256 of its text is ``expected``."""
+    data = Path(path).read_bytes()
+    if Path(path).suffix == ".gz":
+        data = gzip.decompress(data)
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != expected:
+        raise ValueError(f"{path} has SHA-256 {digest}, expected {expected}")
+    return [json.loads(line) for line in data.decode("utf-8").splitlines()]
+
+
+def corpus_of(train, validation):
+    """A :class:`Corpus` of two lists of ``(name, text)`` pieces (books,
+    documents), each joined in order; the alphabet of both."""
+    train = "".join(text for _, text in train)
+    validation = "".join(text for _, text in validation)
+    return Corpus(train, validation, "".join(sorted(set(train + validation))))
+
+
+def bible_books(path=None, *, expected=TEXT_SHA256):
+    """``{"train": [(book, text)], "held out": [(book, text)]}``: the King
+    James Bible's books in order, each verse one line; the last six books
+    are held out."""
+    path = text_path() if path is None else path
+    books = {"train": {}, "held out": {}}
+    for verse in checked_lines(path, expected):
+        part = "held out" if verse["book"] in HELD_OUT_BOOKS else "train"
+        text = books[part].get(verse["book"], "")
+        books[part][verse["book"]] = text + verse["text"] + "\n"
+    return {part: list(named.items()) for part, named in books.items()}
 
 
 def load_bible(path=None, *, expected=TEXT_SHA256):
@@ -82,20 +130,44 @@ def load_bible(path=None, *, expected=TEXT_SHA256):
     ``.gz`` (default: :func:`text_path`). The SHA-256 of the text is checked
     first. Each verse is one line of text.
     """
-    path = text_path() if path is None else Path(path)
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        data = gzip.decompress(data)
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != expected:
-        raise ValueError(f"{path} has SHA-256 {digest}, expected {expected}")
-    train, validation = [], []
-    for line in data.decode("utf-8").splitlines():
-        verse = json.loads(line)
-        part = validation if verse["book"] in HELD_OUT_BOOKS else train
-        part.append(verse["text"] + "\n")
-    train, validation = "".join(train), "".join(validation)
-    return Corpus(train, validation, "".join(sorted(set(train + validation))))
+    books = bible_books(path, expected=expected)
+    return corpus_of(books["train"], books["held out"])
+
+
+def web_documents(path=None, *, expected=WEB_TEXT_SHA256):
+    """``{"train": [(document, text)], "dev": [...], "test": [...]}``: the
+    English Web Treebank's documents in its own split, each sentence one
+    line."""
+    path = text_path(WEB_TEXT_FILE) if path is None else path
+    split = {name: {} for name in WEB_SPLITS}
+    for sentence in checked_lines(path, expected):
+        documents = split[sentence["split"]]
+        text = documents.get(sentence["document"], "")
+        documents[sentence["document"]] = text + sentence["text"] + "\n"
+    return {name: list(named.items()) for name, named in split.items()}
+
+
+def load_web_text(held_out="test", path=None, *, expected=WEB_TEXT_SHA256):
+    """The web text as a :class:`Corpus`: trained on the train documents,
+    scored on the ``held_out`` ones ("test"; "dev" to choose a rate). The
+    alphabet is that of all three parts, so both corpora share their ids."""
+    if held_out not in ("dev", "test"):
+        raise ValueError(f"held_out must be 'dev' or 'test', got {held_out!r}")
+    parts = web_documents(path, expected=expected)
+    every = [piece for part in parts.values() for piece in part]
+    alphabet = corpus_of(every, []).alphabet
+    corpus = corpus_of(parts["train"], parts[held_out])
+    return Corpus(corpus.train, corpus.validation, alphabet)
+
+
+def piece_ids(pieces, context):
+    """For the held-out windows of the joined ``pieces`` (``[(name, text)]``),
+    which piece each target character belongs to: ``(count, context)``, as
+    :func:`windows` cuts the text."""
+    lengths = torch.tensor([len(text) for _, text in pieces])
+    # (characters,): each character's piece
+    owner = torch.repeat_interleave(torch.arange(len(pieces)), lengths)
+    return windows(owner, context)[1]
 
 
 def windows(ids, context, *, step=None):

@@ -40,6 +40,40 @@ def held_out_bits(forward, inputs, targets, *, members=1, batch_size=256):
     return (total / (inputs.numel() * math.log(2))).cpu()
 
 
+@torch.no_grad()
+def bits_by_piece(model, inputs, targets, pieces, *, batch_size=256):
+    """One model's bits on held-out windows, summed over each piece of the
+    text (book, document): ``(sums (count,), characters (count,))``, both
+    float64, where ``pieces`` (as ``targets``) names each target's piece,
+    ``0`` to ``count - 1`` (:func:`~mha_lib.course.corpus.piece_ids`).
+
+    ``sums.sum() / characters.sum()`` is :func:`held_out_bits` of the model.
+    """
+    if pieces.shape != targets.shape:
+        raise ValueError(
+            f"pieces {tuple(pieces.shape)} must name one piece per target "
+            f"{tuple(targets.shape)}"
+        )
+    count = int(pieces.max()) + 1
+    device = next(model.parameters()).device
+    sums = torch.zeros(count, dtype=torch.float64)
+    for start in range(0, len(inputs), batch_size):
+        rows = slice(start, start + batch_size)
+        logits, _ = model(inputs[rows].to(device))  # (batch, n, vocab)
+        loss = F.cross_entropy(
+            logits.transpose(1, 2),
+            targets[rows].to(device),
+            reduction="none",
+        )
+        sums += torch.bincount(
+            pieces[rows].flatten(),
+            weights=loss.flatten().double().cpu(),
+            minlength=count,
+        )
+    characters = torch.bincount(pieces.flatten(), minlength=count)
+    return sums / math.log(2), characters.double()
+
+
 def warmup_cosine(steps, warmup=100, floor=0.1):
     """Learning-rate factor per step: a linear warm-up that reaches 1 at step
     ``warmup - 1``, then a cosine decay to ``floor`` at the last step.

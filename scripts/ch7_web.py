@@ -1,0 +1,342 @@
+"""Chapter 7's central pairs on a second text, and on the first text again
+with a score for every book.
+
+    python3 scripts/ch7_web.py           # the web text: about 9 CPU-hours
+    python3 scripts/ch7_web.py --second  # the Bible by book: about 4.5
+
+writes ``mha_lib/course/results/ch7_web.json`` (the web text) and
+``ch7_books.json`` (the Bible). The models, batch, context and schedule are
+those of ``scripts/ch7_experiment.py`` (1,500 steps, the rate grid 0.001 to
+0.032 a factor 2 apart); the variants are the nine of the seven central pairs
+(``scripts/ch7_replication.py``), in the order of ``scripts/ch7_apart.py``.
+
+The web text is the Universal Dependencies English Web Treebank
+(``mha_lib.course.corpus.load_web_text``), split by document into the
+treebank's own lists. Every variant is tuned on the dev documents only:
+seeds 0 to 2 at every rate of the grid, trained on the train documents; the
+rate with the lowest median final score on the dev documents (the rule of
+``scripts/ch7_apart.py``, with its widening: while that rate is the
+smallest or the largest tried, the rate a factor 2 beyond is tried too, at
+most three times on each side). Then seeds 3 to 17 train at that rate and
+are scored on the test documents, which nothing else reads. One variant is
+tuned and reported before the next, so the first pairs are complete first.
+
+The Bible's runs are the chapter's reported seeds (3 to 17) of the same nine
+variants at the chapter's rates, trained again exactly as stored, now
+keeping each run's held-out bits summed over each scored book; each run's
+total must match the stored score within 1e-4 bits per character.
+
+Each scored run keeps its bits summed over every piece of the scored text
+(document or book), so that an interval can cover the text as well as the
+seeds. Each block of runs is one part, kept in a partial file beside its
+result, so a run that stops resumes where it stopped. ``--threads`` sets the
+CPU threads (default 1); ``--plan`` lists the parts done and the next one,
+training nothing; ``--smoke`` runs the whole pipeline for a few steps into a
+temporary folder. ``--second`` runs the Bible's parts (a second process on a
+2-core machine), then joins the web text's.
+"""
+
+import argparse
+import math
+import tempfile
+import time
+from pathlib import Path
+
+import checkout  # this checkout's mha_lib, first
+from ch7_apart import (
+    BLOCK,
+    REPORTED,
+    RETUNED,
+    SMOKE,
+    Planned,
+    Schedule,
+    beyond,
+    choose,
+    commit,
+    finite,
+    medians,
+    part_records,
+)
+from ch7_experiment import BATCH, CONTEXT, RATES, describe, every_variant
+from ch7_powered import CHAPTER_TUNING
+from ch7_replication import CENTRAL, chapter_runs
+
+import mha_lib
+from mha_lib.course import results
+from mha_lib.course.corpus import (
+    bible_books,
+    load_bible,
+    load_web_text,
+    piece_ids,
+    web_documents,
+    windows,
+)
+from mha_lib.course.language_training import (
+    bits_by_piece,
+    train_language_models,
+)
+
+TOLERANCE = 1e-4  # bits per character: a Bible run against its stored score
+
+
+class Text:
+    """A corpus, the held-out windows a run is scored on and which piece
+    (document, book) each target belongs to, and the pieces' names."""
+
+    def __init__(self, corpus, pieces, schedule):
+        inputs, targets = windows(corpus.encode(corpus.validation), CONTEXT)
+        kept = slice(0, schedule.windows)
+        self.corpus = corpus
+        self.scored = inputs[kept], targets[kept]
+        self.owners = piece_ids(pieces, CONTEXT)[kept]
+        self.names = [name for name, _ in pieces]
+
+
+def trained(text, name, seeds, rates, schedule, device, *, by_piece):
+    """``name``'s ``seeds`` at ``rates``, trained together on ``text``: one
+    record per run, with its bits summed over each scored piece where
+    ``by_piece`` (checked against its final score)."""
+    spec, num_layers, _ = every_variant()[name]
+    runs = train_language_models(
+        text.corpus,
+        attention=spec,
+        seeds=seeds,
+        steps=schedule.steps,
+        lr=rates,
+        context=CONTEXT,
+        num_layers=num_layers,
+        batch_size=BATCH,
+        evaluate_every=schedule.every,
+        warmup=schedule.warmup,
+        validation=text.scored,
+        device=device,
+    )
+    records = []
+    for (model, history), seed, lr in zip(runs, seeds, rates):
+        record = {
+            "seed": seed,
+            "lr": lr,
+            "steps": history["step"],
+            "held_out": [finite(b) for b in history["eval"]],
+            "train": [finite(b) for b in history["loss"]],
+        }
+        if by_piece:
+            sums, characters = bits_by_piece(model, *text.scored, text.owners)
+            total = (sums.sum() / characters.sum()).item()
+            if abs(total - history["eval"][-1]) > TOLERANCE:
+                raise ValueError(
+                    f"{name}, seed {seed}: the pieces sum to {total:.6f} "
+                    f"bits, the run scored {history['eval'][-1]:.6f}"
+                )
+            record["pieces"] = [round(b, 3) for b in sums.tolist()]
+        records.append(record)
+    return records
+
+
+def characters_of(text):
+    """Each scored piece's name and characters: the record's weights."""
+    counts = [0] * len(text.names)
+    for piece in text.owners.flatten().tolist():
+        counts[piece] += 1
+    return dict(zip(text.names, counts))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    checkout.add_threads(parser)
+    parser.add_argument(
+        "--plan", action="store_true", help="list the parts, train nothing"
+    )
+    parser.add_argument(
+        "--smoke",
+        nargs="?",
+        const=Path(tempfile.gettempdir()) / "ch7_web_smoke",
+        type=Path,
+        help="a few steps per run, into this folder (default: a temporary "
+        "one)",
+    )
+    parser.add_argument(
+        "--second",
+        action="store_true",
+        help="a second process: the Bible's parts first, then the web text's",
+    )
+    args = parser.parse_args()
+    checkout.use_threads(args.threads)
+    if args.smoke is not None and args.smoke.resolve() == results.FOLDER:
+        raise SystemExit("--smoke writes to a folder of its own")
+    schedule = SMOKE if args.smoke is not None else Schedule()
+    device = mha_lib.pick_device()
+    code = commit()
+    plan = []
+
+    def part(parts, key, text, name, seeds, rates, *, by_piece):
+        """Part ``key`` of ``parts``: :func:`trained` runs, with the time,
+        commit and environment they ran with."""
+        plan.append((parts, key))
+        if args.plan and key not in parts:
+            raise Planned(key)
+
+        def run():
+            print(f"{time.strftime('%H:%M:%S')} {key} ...", flush=True)
+            begun = time.process_time()
+            runs = trained(
+                text, name, seeds, rates, schedule, device, by_piece=by_piece
+            )
+            return {
+                "runs": runs,
+                "cpu_seconds": round(time.process_time() - begun, 1),
+                "commit": code,
+                "environment": results.environment(device),
+            }
+
+        return parts.get(key, run)["runs"]
+
+    def reported(parts, text, name, lr, label):
+        """Seeds 3 to 17 of ``name`` at ``lr`` on ``text``, five at a time,
+        scored piece by piece: ``{seed: run}``."""
+        runs = {}
+        for i in range(0, len(REPORTED), BLOCK):
+            seeds = REPORTED[i : i + BLOCK]
+            key = f"{name} @ {lr}: {label}, seeds {', '.join(map(str, seeds))}"
+            lrs = [lr] * len(seeds)
+            for r in part(parts, key, text, name, seeds, lrs, by_piece=True):
+                runs[r["seed"]] = r
+        return runs
+
+    def web():
+        """Every variant tuned on the dev documents, then its seeds 3 to 17
+        scored on the test documents."""
+        parts = results.Parts("ch7_web", folder=args.smoke)
+        documents = web_documents()
+        dev = Text(load_web_text("dev"), documents["dev"], schedule)
+        test = Text(load_web_text("test"), documents["test"], schedule)
+        variants = []
+        for name in RETUNED:
+            tuning = {}  # {(seed, lr): run} on the dev documents
+            tried = list(RATES)
+            for seed in CHAPTER_TUNING:
+                key = f"{name}: dev, seed {seed} @ the grid"
+                seeds = [seed] * len(RATES)
+                for r in part(
+                    parts, key, dev, name, seeds, RATES, by_piece=False
+                ):
+                    tuning[r["seed"], r["lr"]] = r
+            while True:
+                best = choose(tuning, CHAPTER_TUNING)
+                further = beyond(best, tried)
+                if further is None:
+                    break
+                seeds = list(CHAPTER_TUNING)
+                key = f"{name}: dev, seeds 0-2 @ {further}"
+                lrs = [further] * len(seeds)
+                for r in part(
+                    parts, key, dev, name, seeds, lrs, by_piece=False
+                ):
+                    tuning[r["seed"], r["lr"]] = r
+                tried = sorted([*tried, further])
+            runs = reported(parts, test, name, best, "test documents")
+            variants.append(
+                tuned_record(name, test, tuning, tried, best, runs)
+            )
+        return parts, {
+            "settings": {
+                **settings(schedule, test.corpus),
+                "dev_characters": len(dev.corpus.validation),
+                "test_characters": len(test.corpus.validation),
+                "documents": {k: len(v) for k, v in documents.items()},
+                "pieces": characters_of(test),
+            },
+            "variants": variants,
+        }
+
+    def books():
+        """The Bible's central runs again, at the chapter's rates, scored
+        book by book; each checked against its stored score."""
+        parts = results.Parts("ch7_books", folder=args.smoke)
+        text = Text(load_bible(), bible_books()["held out"], schedule)
+        stored = chapter_runs()
+        variants = []
+        for name in RETUNED:
+            lr, finals = stored[name]
+            runs = reported(parts, text, name, lr, "books")
+            if args.smoke is None:
+                for seed, run in runs.items():
+                    if abs(run["held_out"][-1] - finals[seed]) > TOLERANCE:
+                        raise ValueError(
+                            f"{name}, seed {seed}: {run['held_out'][-1]} "
+                            f"bits, stored {finals[seed]}"
+                        )
+            variants.append(
+                {
+                    **described(name, text.corpus),
+                    "rate": lr,
+                    "runs": [runs[s] for s in REPORTED],
+                }
+            )
+        return parts, {
+            "settings": {
+                **settings(schedule, text.corpus),
+                "tolerance": TOLERANCE,
+                "pieces": characters_of(text),
+            },
+            "variants": variants,
+        }
+
+    order = [books, web] if args.second else [web, books]
+    try:
+        for job in order:
+            parts, data = job()
+            keys = [key for p, key in plan if p is parts]
+            data["parts"] = part_records(parts, keys)
+            data["settings"]["pairs"] = [list(pair) for pair in CENTRAL]
+            if not args.plan:
+                parts.save(data, device=device)
+    except Planned as error:
+        done = [key for p, key in plan if key in p]
+        print(f"{len(done)} parts done:", *done, sep="\n  ")
+        print(f"next: {error}")
+
+
+def described(name, corpus):
+    spec, num_layers, group = every_variant()[name]
+    return describe(name, spec, num_layers, group, len(corpus.alphabet))
+
+
+def tuned_record(name, text, tuning, tried, best, runs):
+    """A web variant's record: the rates tried on the dev documents, their
+    medians, the choice and how far the runner-up lags, its runs."""
+    table = medians(tuning, CHAPTER_TUNING)
+    scores = sorted(v if v is not None else math.inf for v in table.values())
+    return {
+        **described(name, text.corpus),
+        "rate": best,
+        "tried": tried,
+        "widened": [lr for lr in tried if lr not in RATES],
+        "at_edge": best in (tried[0], tried[-1]),
+        "dev_medians": table,
+        "runner_up_lag": finite(scores[1] - scores[0]),
+        "dev_runs": [tuning[k] for k in sorted(tuning)],
+        "runs": [runs[s] for s in REPORTED],
+    }
+
+
+def settings(schedule, corpus):
+    return {
+        "steps": schedule.steps,
+        "evaluate_every": schedule.every,
+        "warmup": schedule.warmup,
+        "context": CONTEXT,
+        "batch_size": BATCH,
+        "rates": RATES,
+        "tuning_seeds": list(CHAPTER_TUNING),
+        "reported_seeds": REPORTED,
+        "training_characters": len(corpus.train),
+        "passes": round(
+            schedule.steps * BATCH * CONTEXT / len(corpus.train), 2
+        ),
+        "alphabet": len(corpus.alphabet),
+    }
+
+
+if __name__ == "__main__":
+    main()
