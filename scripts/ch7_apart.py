@@ -210,6 +210,27 @@ def medians(runs, seeds, key="held_out"):
     return table
 
 
+def train_variant(corpus, validation, name, seeds, rates, schedule, device):
+    """``name``'s ``seeds`` at ``rates`` trained together on ``corpus`` for
+    ``schedule``, scored on ``validation`` (``(inputs, targets)``): ``[(model,
+    history)]``."""
+    spec, num_layers, _ = every_variant()[name]
+    return train_language_models(
+        corpus,
+        attention=spec,
+        seeds=seeds,
+        steps=schedule.steps,
+        lr=rates,
+        context=CONTEXT,
+        num_layers=num_layers,
+        batch_size=BATCH,
+        evaluate_every=schedule.every,
+        warmup=schedule.warmup,
+        validation=validation,
+        device=device,
+    )
+
+
 def runs_of(into, name):
     """``{(seed, lr): run}`` of ``name`` among ``into``'s ``{(variant, seed,
     lr): run}``."""
@@ -228,8 +249,14 @@ def stored_runs():
     }
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parsed(doc, name, second, *switches):
+    """The command line of a long run in parts, parsed and applied:
+    ``--threads``, ``--plan`` (list the parts, train nothing), ``--smoke
+    [FOLDER]`` (a few steps per run, into a folder of its own: default a
+    temporary ``<name>_smoke``) and ``--second`` (``second``: what a second
+    process does); ``switches``, ``(flag, help)`` of the run's own on/off
+    options. Returns ``(args, schedule)``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     checkout.add_threads(parser)
     parser.add_argument(
         "--plan", action="store_true", help="list the parts, train nothing"
@@ -237,26 +264,27 @@ def main():
     parser.add_argument(
         "--smoke",
         nargs="?",
-        const=Path(tempfile.gettempdir()) / "ch7_apart_smoke",
+        const=Path(tempfile.gettempdir()) / f"{name}_smoke",
         type=Path,
         help="a few steps per run, into this folder (default: a temporary "
         "one)",
     )
-    parser.add_argument(
-        "--sized",
-        action="store_true",
-        help="step 1 only, then write ch7_sized.json for the chapter",
-    )
-    parser.add_argument(
-        "--second",
-        action="store_true",
-        help="a second process: step 2's retuning, variants in reverse",
-    )
+    for flag, help in [*switches, ("--second", second)]:
+        parser.add_argument(flag, action="store_true", help=help)
     args = parser.parse_args()
     checkout.use_threads(args.threads)
     if args.smoke is not None and args.smoke.resolve() == results.FOLDER:
         raise SystemExit("--smoke writes to a folder of its own")
-    schedule = SMOKE if args.smoke is not None else Schedule()
+    return args, SMOKE if args.smoke is not None else Schedule()
+
+
+def main():
+    args, schedule = parsed(
+        __doc__,
+        "ch7_apart",
+        "a second process: step 2's retuning, variants in reverse",
+        ("--sized", "step 1 only, then write ch7_sized.json for the chapter"),
+    )
     device = mha_lib.pick_device()
     table = every_variant()
     corpus, apart = texts()
@@ -284,20 +312,14 @@ def main():
         def run():
             print(f"{time.strftime('%H:%M:%S')} {key} ...", flush=True)
             begun = time.process_time()
-            spec, num_layers, _ = table[name]
-            trained = train_language_models(
+            trained = train_variant(
                 corpus if where == "scored" else apart,
-                attention=spec,
-                seeds=seeds,
-                steps=schedule.steps,
-                lr=rates,
-                context=CONTEXT,
-                num_layers=num_layers,
-                batch_size=BATCH,
-                evaluate_every=schedule.every,
-                warmup=schedule.warmup,
-                validation=scored if where == "scored" else block,
-                device=device,
+                scored if where == "scored" else block,
+                name,
+                seeds,
+                rates,
+                schedule,
+                device,
             )
             runs = [
                 {

@@ -36,27 +36,25 @@ temporary folder. ``--second`` runs the Bible's parts (a second process on a
 2-core machine), then joins the web text's.
 """
 
-import argparse
 import math
-import tempfile
 import time
-from pathlib import Path
 
-import checkout  # this checkout's mha_lib, first
+import checkout  # noqa: F401  (this checkout's mha_lib, first)
 from ch7_apart import (
     BLOCK,
     REPORTED,
     RETUNED,
-    SMOKE,
     Planned,
-    Schedule,
     beyond,
     choose,
     commit,
     finite,
     medians,
+    parsed,
     part_records,
+    train_variant,
 )
+from ch7_apart import settings as apart_settings
 from ch7_experiment import BATCH, CONTEXT, RATES, describe, every_variant
 from ch7_powered import CHAPTER_TUNING
 from ch7_replication import CENTRAL, chapter_runs
@@ -73,7 +71,6 @@ from mha_lib.course.corpus import (
 )
 from mha_lib.course.language_training import (
     bits_by_piece,
-    train_language_models,
 )
 
 TOLERANCE = 1e-4  # bits per character: a Bible run against its stored score
@@ -96,20 +93,8 @@ def trained(text, name, seeds, rates, schedule, device, *, by_piece):
     """``name``'s ``seeds`` at ``rates``, trained together on ``text``: one
     record per run, with its bits summed over each scored piece where
     ``by_piece`` (checked against its final score)."""
-    spec, num_layers, _ = every_variant()[name]
-    runs = train_language_models(
-        text.corpus,
-        attention=spec,
-        seeds=seeds,
-        steps=schedule.steps,
-        lr=rates,
-        context=CONTEXT,
-        num_layers=num_layers,
-        batch_size=BATCH,
-        evaluate_every=schedule.every,
-        warmup=schedule.warmup,
-        validation=text.scored,
-        device=device,
+    runs = train_variant(
+        text.corpus, text.scored, name, seeds, rates, schedule, device
     )
     records = []
     for (model, history), seed, lr in zip(runs, seeds, rates):
@@ -142,29 +127,11 @@ def characters_of(text):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    checkout.add_threads(parser)
-    parser.add_argument(
-        "--plan", action="store_true", help="list the parts, train nothing"
+    args, schedule = parsed(
+        __doc__,
+        "ch7_web",
+        "a second process: the Bible's parts first, then the web text's",
     )
-    parser.add_argument(
-        "--smoke",
-        nargs="?",
-        const=Path(tempfile.gettempdir()) / "ch7_web_smoke",
-        type=Path,
-        help="a few steps per run, into this folder (default: a temporary "
-        "one)",
-    )
-    parser.add_argument(
-        "--second",
-        action="store_true",
-        help="a second process: the Bible's parts first, then the web text's",
-    )
-    args = parser.parse_args()
-    checkout.use_threads(args.threads)
-    if args.smoke is not None and args.smoke.resolve() == results.FOLDER:
-        raise SystemExit("--smoke writes to a folder of its own")
-    schedule = SMOKE if args.smoke is not None else Schedule()
     device = mha_lib.pick_device()
     code = commit()
     plan = []
@@ -321,19 +288,12 @@ def tuned_record(name, text, tuning, tried, best, runs):
 
 
 def settings(schedule, corpus):
+    """:func:`ch7_apart.settings`, with the passes over the training text
+    and the alphabet's size."""
+    steps = schedule.steps * BATCH * CONTEXT
     return {
-        "steps": schedule.steps,
-        "evaluate_every": schedule.every,
-        "warmup": schedule.warmup,
-        "context": CONTEXT,
-        "batch_size": BATCH,
-        "rates": RATES,
-        "tuning_seeds": list(CHAPTER_TUNING),
-        "reported_seeds": REPORTED,
-        "training_characters": len(corpus.train),
-        "passes": round(
-            schedule.steps * BATCH * CONTEXT / len(corpus.train), 2
-        ),
+        **apart_settings(schedule, corpus),
+        "passes": round(steps / len(corpus.train), 2),
         "alphabet": len(corpus.alphabet),
     }
 
