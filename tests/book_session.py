@@ -103,6 +103,8 @@ _wanted = []  # whether a test of this session needs the book
 
 
 def pytest_configure(config):
+    # every number a chapter glues, written down for tests/test_quoted.py
+    os.environ["MHA_GLUED"] = str(PATHS.GLUED)
     if hasattr(config, "workerinput"):
         # two workers on two cores: one thread each, in the chapters' kernels
         # (which inherit this) as in the tests
@@ -156,6 +158,7 @@ def pytest_sessionstart(session):
     if _main_process(session.config):
         for path in (STARTED, RESULT, PID, LOG):
             path.unlink(missing_ok=True)
+        shutil.rmtree(PATHS.GLUED, ignore_errors=True)
         OUTPUT.mkdir(exist_ok=True)
         README_BUILD_BEFORE.write_text(json.dumps(readme_build()))
 

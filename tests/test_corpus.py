@@ -129,6 +129,4 @@ def test_piece_ids_name_each_target_characters_piece():
     text = "".join(t for _, t in pieces)
     _, targets = windows(torch.tensor([ord(c) for c in text]), 4)
     names = {ord("x"): 0, ord("y"): 1, ord("z"): 2}
-    assert owners.tolist() == [
-        [names[int(t)] for t in row] for row in targets
-    ]
+    assert owners.tolist() == [[names[int(t)] for t in row] for row in targets]

@@ -15,3 +15,6 @@ TEMPLATE_DOCTREES = BUILD / ".doctrees-gettext"  # the build that writes them
 TEST_OUTPUT = ROOT / "_build-tests"
 TEST_BUILD = TEST_OUTPUT / "_build"
 SCREENSHOTS = TEST_BUILD / "screenshots"  # the browser test's, where asked for
+# each number a chapter glued in the test command's runs, one file per name
+# (mha_lib.course.report.glue writes them where MHA_GLUED names this folder)
+GLUED = TEST_OUTPUT / "glued"
