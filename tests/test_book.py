@@ -166,6 +166,10 @@ def test_buttons_to_the_repository_show_only_for_a_real_address():
         f"repository.url {settings['repository']['url']} "
         f"{'is' if shown else 'is not'} published, buttons: {buttons}"
     )
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    links = project["urls"]  # the wheel's, scripts/set_repository.py's
+    assert links.get("Repository") == (settings["repository"]["url"] or None)
+    assert bool(links) == shown
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -253,7 +257,8 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     module = _set_repository()
     set_repository = module.set_repository
 
-    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    for name in ("_config.yml", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(
         ROOT / "notebooks",
         tmp_path / "notebooks",
@@ -263,7 +268,7 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
         "https://github.com/someone/fork", root=tmp_path
     )
     assert old == (config()["repository"]["url"] or None)
-    assert len(changed) == 1 + len(NOTEBOOKS)
+    assert len(changed) == 2 + len(NOTEBOOKS)
     for path in [
         tmp_path / "_config.yml",
         *(tmp_path / "notebooks").glob("*.ipynb"),
@@ -273,6 +278,11 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     shown = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert shown["launch_buttons"]["colab_url"], "a real address shows Colab"
     assert shown["html"]["use_repository_button"]
+    project = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    assert project["project"]["urls"] == {
+        "Repository": "https://github.com/someone/fork",
+        "Issues": "https://github.com/someone/fork/issues",
+    }
     notebook = json.loads(
         (tmp_path / "notebooks" / NOTEBOOKS[0].name).read_text()
     )
@@ -283,10 +293,10 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     )
     for path in (tmp_path / "notebooks").glob("*.ipynb"):
         assert path.read_text() == (ROOT / "notebooks" / path.name).read_text()
-    config_text = (tmp_path / "_config.yml").read_text()
-    assert config_text == (ROOT / "_config.yml").read_text(), (
-        "no address, as before"
-    )
+    for name in ("_config.yml", "pyproject.toml"):
+        assert (tmp_path / name).read_text() == (ROOT / name).read_text(), (
+            f"{name}: no address, as before"
+        )
     hidden = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert not hidden["launch_buttons"]["binderhub_url"]
     assert not hidden["html"]["use_issues_button"]

@@ -30,7 +30,6 @@ edition's download has the Chinese prose and prints in Chinese.
 import ast
 import base64
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -299,13 +298,16 @@ def carries_text(notebook):
     )
 
 
-# a fixed time for every file in the wheel (1980-01-01, the earliest a zip
-# file can record): a build writes the same bytes whatever the files' times,
-# so the English and the Chinese downloads carry one wheel
-SOURCE_DATE_EPOCH = "315532800"
 # what the wheel is built from; a copy of them only, so nothing in the
-# checkout (an old build/ folder, caches) ends up in it
-WHEEL_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "LICENSES.md")
+# checkout (an old build/ folder, caches) ends up in it. The build backend
+# gives every file one fixed time (build_backend.py), so the English and the
+# Chinese downloads carry one wheel.
+WHEEL_SOURCES = (
+    "pyproject.toml",
+    "build_backend.py",
+    "LICENSE",
+    "LICENSES.md",
+)
 
 
 def build_wheel(folder, root=ROOT):
@@ -324,8 +326,7 @@ def build_wheel(folder, root=ROOT):
     )
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps"]
     command += ["--no-build-isolation", "-q", "-w", str(folder), str(source)]
-    environment = {**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH}
-    subprocess.run(command, check=True, capture_output=True, env=environment)
+    subprocess.run(command, check=True, capture_output=True)
     (wheel,) = Path(folder).glob("mha_lib-*.whl")
     return wheel
 
