@@ -3,9 +3,14 @@
 import ast
 import importlib.util
 import json
+import os
 import re
+import shlex
+import subprocess
+import sys
 import zipfile
 
+import book_session
 import pytest
 import tomllib
 import yaml
@@ -196,7 +201,7 @@ def test_every_notebook_and_page_is_in_the_toc():
 def test_ci_runs_the_readme_test_command_verbatim():
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.S)
-    test_commands = [block for block in blocks if "pytest" in block]
+    test_commands = [block for block in blocks if "pytest --nbval" in block]
     assert len(test_commands) == 1, (
         "the README should hold exactly one test command"
     )
@@ -208,6 +213,39 @@ def test_ci_runs_the_readme_test_command_verbatim():
         line.strip() == "python3 -m pip install -q torch==2.13.0"
         for line in ci_lines
     )
+
+
+def test_the_readme_fast_loop_leaves_out_the_book_and_the_chapters():
+    """The README's fast loop collects tests of the library only: no
+    chapter, no test that waits for the built book; and a session without
+    nbval (``-p no:nbval``) starts."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.S)
+    (fast,) = [block for block in blocks if "pytest -m core" in block]
+    words = shlex.split(fast)
+    settings = dict(w.split("=", 1) for w in words if re.match(r"\w+=", w))
+    assert words[len(settings) :][:3] == ["python3", "-m", "pytest"]
+    options = words[len(settings) + 3 :]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *options, "-p", "no:nbval"]
+        + ["--collect-only", "-q"],
+        cwd=ROOT,
+        env={**os.environ, **settings},
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    files = {
+        line.split("::")[0] for line in run.stdout.split() if "::" in line
+    }
+    assert files and all(name.startswith("tests/test_") for name in files)
+    book = (*book_session.STAGES, "built_book")
+    waiting = [
+        name
+        for name in files
+        if any(stage in (ROOT / name).read_text() for stage in book)
+    ]
+    assert not waiting, f"the fast loop waits for the book in {waiting}"
 
 
 def questions_in_the_intro():
