@@ -80,4 +80,4 @@ __all__ = [
     "to_per_head",
     "to_torch",
 ]
-__version__ = "0.4.0"
+__version__ = "0.5.0.dev0"  # between releases, the next one (CHANGELOG.md)

@@ -1,16 +1,18 @@
 """Point the book at its published repository (or a fork): python3
 scripts/set_repository.py URL
 
-Writes ``repository.url`` in ``_config.yml`` and the address the first cell of
+Writes ``repository.url`` in ``_config.yml``, the address the first cell of
 every notebook installs ``mha_lib`` from (``REPOSITORY``, None while no
 repository is published, so that no notebook names an address the course does
-not control), and shows the buttons that open the repository: Colab, Binder,
-the repository and its issues. While no repository is published the address
-is empty and the buttons are hidden; ``python3 scripts/set_repository.py
---none`` goes back to that. The command checks that the address answers
+not control) and the wheel's links to the repository and its issues
+(``[project.urls]`` in ``pyproject.toml``), and shows the buttons that open
+the repository: Colab, Binder, the repository and its issues. While no
+repository is published the address is empty, the wheel names no link and
+the buttons are hidden; ``python3 scripts/set_repository.py --none`` goes
+back to that. The command checks that the address answers
 (``git ls-remote``) first; add ``--unchecked`` to skip that.
-``tests/test_book.py`` checks that the address, the notebooks and the buttons
-agree.
+``tests/test_book.py`` checks that the address, the notebooks, the wheel's
+links and the buttons agree.
 """
 
 import os
@@ -61,6 +63,21 @@ def set_repository(new_url, root=ROOT):
     if text != config.read_text():
         config.write_text(text)
         changed.append(config.relative_to(root))
+    project = root / "pyproject.toml"
+    table = "[project.urls]\n"
+    if shown:
+        table += f'Repository = "{new_url}"\nIssues = "{new_url}/issues"\n'
+    written, found = re.subn(
+        r"^\[project\.urls\]\n(?:\w+ = .*\n)*",
+        lambda _: table,
+        project.read_text(),
+        flags=re.M,
+    )
+    if found != 1:
+        raise ValueError(f"{project} should have a [project.urls] table")
+    if written != project.read_text():
+        project.write_text(written)
+        changed.append(project.relative_to(root))
     # the notebooks install from the address only where one is published
     line = "REPOSITORY = {}  # the course's published repository"
     assigned = (

@@ -64,6 +64,13 @@ EXECUTION_ZH = BUILD / "execution-zh_CN.json"
 EXECUTOR = "nbval"  # recorded with each cached chapter: who executed it
 WAIT = 1800  # seconds a test waits for the build at most
 KERNEL_TRIES = 3
+# nbval's settings for the chapters: each runs in this environment's kernel,
+# and a cell that runs 5 minutes (ten times its time on a busy machine) fails
+# with its chapter and cell instead of holding the run up (the build's own
+# watch: book/_ext/chapters_ahead.py). Set here, not in pyproject.toml's
+# addopts, so that a run without nbval (-p no:nbval) starts; an option given
+# on the command line wins.
+NBVAL_OPTIONS = {"nbval_current_env": True, "nbval_cell_timeout": 300}
 # the README's build command, started by the interpreter running the tests
 BUILD_COMMAND = [
     sys.executable,
@@ -112,6 +119,11 @@ def pytest_configure(config):
         import torch
 
         torch.set_num_threads(1)
+    if config.pluginmanager.hasplugin("nbval"):
+        given = " ".join(config.invocation_params.args)
+        for name, value in NBVAL_OPTIONS.items():
+            if "--" + name.replace("_", "-") not in given:
+                setattr(config.option, name, value)
     import nbval.kernel
 
     nbval.kernel.start_new_kernel = _tried_again(nbval.kernel.start_new_kernel)
@@ -189,11 +201,14 @@ def pytest_sessionfinish(session):
                 pass
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     """The chapters first, each in cell order, the longest first; then the
     tests that do not need the book, the longest first, so that they run
     beside the build; then the files of the book's tests, in the order of
-    the stages they wait for (two workers take whole files in turn)."""
+    the stages they wait for (two workers take whole files in turn). Last
+    of the hooks, so that it sees the tests ``-m`` and ``-k`` leave: a run
+    that deselects every test of the book builds none."""
     book = [item for item in items if _stage(item) is not None]
     waiting = {item.path for item in book}
     cells = [item for item in items if _is_cell(item)]

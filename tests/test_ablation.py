@@ -18,6 +18,8 @@ from mha_lib.course.model import AttentionModel
 from mha_lib.course.tasks import OffsetCopy
 from mha_lib.course.training import evaluate, task_loss
 
+pytestmark = pytest.mark.core
+
 TASK = OffsetCopy(offsets=(1, 2), seq_len=8, d_in=2)
 
 

@@ -13,6 +13,8 @@ from mha_lib.course.analysis import (
     pairwise_head_distance,
 )
 
+pytestmark = pytest.mark.core
+
 
 def test_js_distance_known_values():
     p = torch.tensor([1.0, 0.0])

@@ -7,6 +7,8 @@ from support import ATOL, DEVICES
 import mha_lib
 from mha_lib.attention import attend
 
+pytestmark = pytest.mark.core
+
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("scale", [None, 0.05, 1.0])

@@ -3,9 +3,14 @@
 import ast
 import importlib.util
 import json
+import os
 import re
+import shlex
+import subprocess
+import sys
 import zipfile
 
+import book_session
 import pytest
 import tomllib
 import yaml
@@ -166,6 +171,10 @@ def test_buttons_to_the_repository_show_only_for_a_real_address():
         f"repository.url {settings['repository']['url']} "
         f"{'is' if shown else 'is not'} published, buttons: {buttons}"
     )
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    links = project["urls"]  # the wheel's, scripts/set_repository.py's
+    assert links.get("Repository") == (settings["repository"]["url"] or None)
+    assert bool(links) == shown
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -192,7 +201,7 @@ def test_every_notebook_and_page_is_in_the_toc():
 def test_ci_runs_the_readme_test_command_verbatim():
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.S)
-    test_commands = [block for block in blocks if "pytest" in block]
+    test_commands = [block for block in blocks if "pytest --nbval" in block]
     assert len(test_commands) == 1, (
         "the README should hold exactly one test command"
     )
@@ -204,6 +213,39 @@ def test_ci_runs_the_readme_test_command_verbatim():
         line.strip() == "python3 -m pip install -q torch==2.13.0"
         for line in ci_lines
     )
+
+
+def test_the_readme_fast_loop_leaves_out_the_book_and_the_chapters():
+    """The README's fast loop collects tests of the library only: no
+    chapter, no test that waits for the built book; and a session without
+    nbval (``-p no:nbval``) starts."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)\n```", readme, flags=re.S)
+    (fast,) = [block for block in blocks if "pytest -m core" in block]
+    words = shlex.split(fast)
+    settings = dict(w.split("=", 1) for w in words if re.match(r"\w+=", w))
+    assert words[len(settings) :][:3] == ["python3", "-m", "pytest"]
+    options = words[len(settings) + 3 :]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *options, "-p", "no:nbval"]
+        + ["--collect-only", "-q"],
+        cwd=ROOT,
+        env={**os.environ, **settings},
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    files = {
+        line.split("::")[0] for line in run.stdout.split() if "::" in line
+    }
+    assert files and all(name.startswith("tests/test_") for name in files)
+    book = (*book_session.STAGES, "built_book")
+    waiting = [
+        name
+        for name in files
+        if any(stage in (ROOT / name).read_text() for stage in book)
+    ]
+    assert not waiting, f"the fast loop waits for the book in {waiting}"
 
 
 def questions_in_the_intro():
@@ -253,7 +295,8 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     module = _set_repository()
     set_repository = module.set_repository
 
-    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    for name in ("_config.yml", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
     shutil.copytree(
         ROOT / "notebooks",
         tmp_path / "notebooks",
@@ -263,7 +306,7 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
         "https://github.com/someone/fork", root=tmp_path
     )
     assert old == (config()["repository"]["url"] or None)
-    assert len(changed) == 1 + len(NOTEBOOKS)
+    assert len(changed) == 2 + len(NOTEBOOKS)
     for path in [
         tmp_path / "_config.yml",
         *(tmp_path / "notebooks").glob("*.ipynb"),
@@ -273,6 +316,11 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     shown = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert shown["launch_buttons"]["colab_url"], "a real address shows Colab"
     assert shown["html"]["use_repository_button"]
+    project = tomllib.loads((tmp_path / "pyproject.toml").read_text())
+    assert project["project"]["urls"] == {
+        "Repository": "https://github.com/someone/fork",
+        "Issues": "https://github.com/someone/fork/issues",
+    }
     notebook = json.loads(
         (tmp_path / "notebooks" / NOTEBOOKS[0].name).read_text()
     )
@@ -283,10 +331,10 @@ def test_set_repository_rewrites_config_and_notebooks(tmp_path):
     )
     for path in (tmp_path / "notebooks").glob("*.ipynb"):
         assert path.read_text() == (ROOT / "notebooks" / path.name).read_text()
-    config_text = (tmp_path / "_config.yml").read_text()
-    assert config_text == (ROOT / "_config.yml").read_text(), (
-        "no address, as before"
-    )
+    for name in ("_config.yml", "pyproject.toml"):
+        assert (tmp_path / name).read_text() == (ROOT / name).read_text(), (
+            f"{name}: no address, as before"
+        )
     hidden = yaml.safe_load((tmp_path / "_config.yml").read_text())
     assert not hidden["launch_buttons"]["binderhub_url"]
     assert not hidden["html"]["use_issues_button"]

@@ -6,10 +6,10 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import book_session
 import nbformat
 import pytest
-import tomllib
-from support import ROOT, extension
+from support import extension
 
 # a cell that waits for ever, in a function whose name its stack shows
 STALLING = """import time
@@ -79,11 +79,7 @@ def test_a_stalled_cell_fails_the_test_command_with_its_chapter_and_cell(
 ):
     """nbval's limit per cell is set for the test command (5 minutes); the
     same mechanism, under a short limit, fails the planted chapter."""
-    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
-    assert (
-        "--nbval-cell-timeout=300"
-        in options["pytest"]["ini_options"]["addopts"].split()
-    )
+    assert book_session.NBVAL_OPTIONS["nbval_cell_timeout"] == 300
     notebook(tmp_path / "stalls.ipynb", "print('set up')", STALLING)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     run = subprocess.run(

@@ -13,6 +13,8 @@ from mha_lib.checks import (
     check_positive_number,
 )
 
+pytestmark = pytest.mark.core
+
 
 @pytest.mark.parametrize(
     "value", [3, numpy.int64(3), numpy.int32(3), numpy.uint8(3)]

@@ -8,6 +8,8 @@ from torch import nn
 
 import mha_lib
 
+pytestmark = pytest.mark.core
+
 
 @pytest.mark.parametrize(
     "d_model,num_heads,head_dim", [(16, 2, None), (24, 3, 24), (20, 4, 3)]

@@ -22,6 +22,8 @@ from mha_lib.course.corpus import (
     windows,
 )
 
+pytestmark = pytest.mark.core
+
 
 def test_windows_cut_inputs_and_next_characters():
     ids = torch.arange(20)

@@ -7,6 +7,8 @@ from torch import nn
 
 import mha_lib
 
+pytestmark = pytest.mark.core
+
 
 def divisors(n):
     return [h for h in range(1, n + 1) if n % h == 0]

@@ -2,13 +2,14 @@
 
 import base64
 import json
+import re
 import subprocess
 import sys
 import zipfile
 from types import SimpleNamespace
 
 import pytest
-from support import extension
+from support import NOTEBOOKS, extension
 
 
 @pytest.fixture(scope="module")
@@ -314,6 +315,73 @@ def test_a_downloaded_chapter_opens_with_how_to_run_it():
     assert "needs the network" in pretrained
     assert "King James" in downloads.how_to_run("plot", "en", True).source
     assert "圣经" in downloads.how_to_run("plot", "zh", True).source
+
+
+def with_stand_in_values(notebook, catalog):
+    """``notebook``, stored unrun, with a cell that glues 1 under every name
+    its Markdown or its ``catalog``'s translations paste."""
+    import nbformat
+
+    prose = [c.source for c in notebook.cells if c.cell_type == "markdown"]
+    prose += list(catalog.values())
+    names = set(re.findall(r"\{glue(?::text)?\}`([^`:]+)", "\n".join(prose)))
+    glued = nbformat.v4.new_code_cell("")
+    glued.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={"text/plain": "1"},
+            metadata={"scrapbook": {"name": name}},
+        )
+        for name in sorted(names)
+    ]
+    notebook.cells.append(glued)
+    return notebook
+
+
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_every_downloads_first_cells_say_what_is_true_of_its_chapter(
+    edition, tmp_path, monkeypatch
+):
+    """Each chapter's download, built as the book builds it (stand-in glued
+    values: the notebooks are stored unrun), opens with how to run it: only
+    Chapter 7's says that it carries the text it trains on, and only its
+    install cell carries it; every one says, in its edition's language, that
+    PyTorch runs on one thread unless ``MHA_THREADS`` asks for more, and its
+    install cell does so."""
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("myst_nb")
+    pytest.importorskip("babel")
+    downloads = extension("executed_downloads")
+    chinese = extension("chinese_edition")
+    wheel = fake_wheel(tmp_path / "mha_lib-0.0.0-py3-none-any.whl", [])
+    said = {"en": ("King James", "one thread"), "zh": ("圣经", "一个线程")}
+    bible, one_thread = said[edition]
+    for path in NOTEBOOKS:
+        docname = f"notebooks/{path.stem}"
+        catalog = chinese.catalog(docname) if edition == "zh" else None
+        notebook = with_stand_in_values(
+            nbformat.read(path, as_version=4), catalog or {}
+        )
+        download = downloads.chapter_download(
+            notebook, edition, wheel, catalog
+        ).cells
+        how = download[0]
+        (install,) = [c for c in download if c.get("id") == "install-mha-lib"]
+        chapter_7 = path.stem.startswith("07")
+        assert how["id"] == "how-to-run"
+        assert (bible in how.source) == chapter_7, (edition, path.stem)
+        assert ("TEXT = None" not in install.source) == chapter_7
+        assert one_thread in how.source and "MHA_THREADS" in how.source
+        assert install.source.endswith("torch.set_num_threads(THREADS)")
+    header = install.source.split("\n\n\ndef stop")[0]
+    for asked, threads in ((None, 1), ("4", 4)):
+        if asked is None:
+            monkeypatch.delenv("MHA_THREADS", raising=False)
+        else:
+            monkeypatch.setenv("MHA_THREADS", asked)
+        namespace = {}
+        exec(header, namespace)  # imports and the constants, no install
+        assert namespace["THREADS"] == threads
 
 
 def test_the_execution_report_says_whether_outputs_were_reused():

@@ -7,6 +7,8 @@ import torch
 import mha_lib
 from mha_lib.heads import copy_head, head_parameters, head_spread
 
+pytestmark = pytest.mark.core
+
 
 @pytest.mark.parametrize(
     "layer",

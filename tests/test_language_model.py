@@ -7,6 +7,8 @@ from mha_lib.counting import count_trainable
 from mha_lib.course.language_model import CharTransformer
 from mha_lib.spec import AttentionSpec
 
+pytestmark = pytest.mark.core
+
 VOCAB, CONTEXT = 11, 8
 
 

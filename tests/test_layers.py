@@ -9,6 +9,8 @@ from support import ATOL, DEVICES, inputs, random_masks, reference_pair
 
 import mha_lib
 
+pytestmark = pytest.mark.core
+
 # (d_model, num_heads, n_query, n_key): self-attention (n_key None) and
 # cross-attention
 CONFIGS = [

@@ -5,6 +5,8 @@ import torch
 
 from mha_lib.course.low_rank import fit_attention
 
+pytestmark = pytest.mark.core
+
 
 def test_low_rank_fit_needs_rank_close_to_n():
 

@@ -12,6 +12,8 @@ from mha_lib.course.memory import (
     saved_activation_bytes,
 )
 
+pytestmark = pytest.mark.core
+
 
 def ampere_or_newer():
     """Float32's memory-efficient kernel needs head sizes divisible by 4 on

@@ -6,6 +6,8 @@ import torch
 from mha_lib.course.model import AttentionModel
 from mha_lib.course.tasks import OffsetCopy
 
+pytestmark = pytest.mark.core
+
 
 def test_model_shapes_weights_and_head_mask():
     task = OffsetCopy(offsets=(1, 2), seq_len=8, d_in=3)

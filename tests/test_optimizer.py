@@ -1,8 +1,11 @@
 """Adam on stacked parameters matches PyTorch's Adam, member by member."""
 
+import pytest
 import torch
 
 from mha_lib.course.optimizer import StackedAdam
+
+pytestmark = pytest.mark.core
 
 
 def test_adam_matches_torch_per_member_and_scales_with_the_factor():

@@ -27,6 +27,8 @@ from mha_lib.course.relations import (
     word_attention,
 )
 
+pytestmark = pytest.mark.core
+
 # one sentence in CoNLL-U, with a multiword token ("can't") to skip
 CONLLU = """# sent_id = w07003002
 # text = The dog can't see a cat

@@ -17,6 +17,8 @@ from mha_lib.course.report import (
     spread,
 )
 
+pytestmark = pytest.mark.core
+
 
 def test_glue_hands_the_value_to_myst_nb_and_returns_nothing(monkeypatch):
     handed = []

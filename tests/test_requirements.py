@@ -100,23 +100,3 @@ def test_the_package_carries_its_licences():
     for pattern in project["license-files"]:
         assert list(ROOT.glob(pattern)), pattern
     assert "CC BY 4.0" in (ROOT / "LICENSES.md").read_text()
-
-
-def test_the_version_is_the_same_in_the_library_changelog_and_citation():
-    """One version for the course: mha_lib.__version__, the newest release
-    of CHANGELOG.md (under what is not released yet, if anything) and
-    CITATION.cff's."""
-    import yaml
-
-    import mha_lib
-
-    version = mha_lib.__version__
-    changelog = (ROOT / "CHANGELOG.md").read_text()
-    sections = changelog.split("\n## ")[1:]
-    if sections[0].startswith("Unreleased"):
-        sections = sections[1:]
-    newest = sections[0].split()[0]
-    assert newest == version, f"CHANGELOG.md's newest release is {newest}"
-    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
-    assert citation["version"] == version
-    assert citation["date-released"] in sections[0]

@@ -10,6 +10,8 @@ from support import ROOT
 
 from mha_lib.course import results
 
+pytestmark = pytest.mark.core
+
 
 def test_a_stopped_run_resumes_without_repeating_finished_parts(tmp_path):
     calls = []

@@ -8,6 +8,8 @@ import torch
 
 import mha_lib
 
+pytestmark = pytest.mark.core
+
 
 def test_seed_everything_repeats_random_draws_and_checks_its_argument():
     mha_lib.seed_everything(3)

@@ -12,6 +12,8 @@ import mha_lib
 from mha_lib import spec as spec_module
 from mha_lib.spec import AttentionSpec
 
+pytestmark = pytest.mark.core
+
 
 @pytest.mark.parametrize(
     "make,error,words",

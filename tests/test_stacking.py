@@ -8,6 +8,8 @@ from torch import nn
 from mha_lib.course.stacking import broadcast_add, stacked, unstack
 from mha_lib.layers import ChunkedLinear, MultiHeadAttention
 
+pytestmark = pytest.mark.core
+
 
 def members_of(module_class, *args, count=3):
     modules = []

@@ -17,6 +17,8 @@ from mha_lib.course.statistics import (
     wilson_interval,
 )
 
+pytestmark = pytest.mark.core
+
 
 def test_rank_correlation():
     assert math.isclose(rank_correlation([1, 2, 3, 4], [10, 20, 30, 40]), 1.0)

