@@ -23,8 +23,9 @@ def self_attention(query, key=None, value=None):
     return query, key, key if value is None else value
 
 
-def check_inputs(query, key, value, d_model, dtype):
-    """Query, key and value (defaults: :func:`self_attention`), checked."""
+def check_inputs(query, key, value, d_model, weight):
+    """Query, key and value (defaults: :func:`self_attention`), checked
+    against ``d_model`` and a weight of the layer."""
     query, key, value = self_attention(query, key, value)
     for name, x in (("query", query), ("key", key), ("value", value)):
         if check_tensor(name, x).dim() != 3 or x.shape[-1] != d_model:
@@ -33,12 +34,8 @@ def check_inputs(query, key, value, d_model, dtype):
                 f"{name} must have shape (batch, seq, d_model={d_model}), "
                 f"got {tuple(x.shape)}{hint}"
             )
-        autocast = torch.is_autocast_enabled(x.device.type)  # casts itself
-        if x.dtype != dtype and not (autocast and x.is_floating_point()):
-            raise TypeError(
-                f"{name} has dtype {x.dtype}, but the layer's weights are "
-                f"{dtype}; cast the input with .to({dtype})"
-            )
+        if (x.device, x.dtype) != (weight.device, weight.dtype):
+            check_like_weight(name, x, weight)
     if query.shape[0] != key.shape[0] or key.shape[:2] != value.shape[:2]:
         raise ValueError(
             "query, key and value must share the batch size, and key and "
@@ -46,6 +43,26 @@ def check_inputs(query, key, value, d_model, dtype):
             f"{tuple(key.shape)}, {tuple(value.shape)}"
         )
     return query, key, value
+
+
+def check_like_weight(name, x, weight):
+    """Refuse an input on another device than the layer's weights, or of
+    another dtype unless autocast casts it."""
+    if x.device != weight.device:
+        raise ValueError(
+            f"{name} is on {x.device}, but the layer's weights are on "
+            f"{weight.device}; move the input with .to('{weight.device}') "
+            f"or the layer with .to('{x.device}')"
+        )
+    try:
+        autocast = torch.is_autocast_enabled(x.device.type)  # casts itself
+    except RuntimeError:  # a device autocast does not know, such as meta
+        autocast = False
+    if not (autocast and x.is_floating_point()):
+        raise TypeError(
+            f"{name} has dtype {x.dtype}, but the layer's weights are "
+            f"{weight.dtype}; cast the input with .to({weight.dtype})"
+        )
 
 
 def logit_mask(attn_mask, key_padding_mask, is_causal, query, key, heads):

@@ -76,7 +76,7 @@ class MultiHeadAttention(nn.Module):
         (True: may not attend); ``head_mask`` scales each head's output."""
         spec = self.spec
         query, key, value = check_inputs(
-            query, key, value, spec.d_model, self.out_proj.weight.dtype
+            query, key, value, spec.d_model, self.out_proj.weight
         )
         mask = logit_mask(  # broadcasts to (b, heads, n_query, n_key)
             attn_mask, key_padding_mask, is_causal, query, key, spec.num_heads
@@ -192,7 +192,7 @@ class AttentionHead(nn.Module):
         """``(contribution (batch, n_query, d_model), weights (batch, n_query,
         n_key) | None)``."""
         query, key, value = check_inputs(
-            query, key, value, self.d_model, self.q_proj.weight.dtype
+            query, key, value, self.d_model, self.q_proj.weight
         )
         mask = logit_mask(
             attn_mask, key_padding_mask, is_causal, query, key, 1
@@ -266,7 +266,7 @@ class PerHeadAttention(nn.Module):
     ):
         spec = self.spec
         query, key, value = check_inputs(
-            query, key, value, spec.d_model, self.heads[0].q_proj.weight.dtype
+            query, key, value, spec.d_model, self.heads[0].q_proj.weight
         )
         mask = logit_mask(
             attn_mask, key_padding_mask, is_causal, query, key, spec.num_heads

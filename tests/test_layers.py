@@ -491,6 +491,17 @@ def layer_of_kind(kind):
             "key has dtype torch.float64",
         ),
         (
+            lambda layer: layer(X.to("meta")),
+            ValueError,
+            r"query is on meta, but the layer's weights are on cpu; move the "
+            r"input with .to\('cpu'\) or the layer with .to\('meta'\)",
+        ),
+        (
+            lambda layer: layer(X.to("meta"), X),
+            ValueError,
+            "query is on meta",
+        ),
+        (
             lambda layer: layer(X, is_causal="no"),
             TypeError,
             r"is_causal must be True or False, got 'no'",
@@ -507,6 +518,18 @@ def test_wrong_dtypes_and_flags_are_refused_by_every_layer(
 ):
     with pytest.raises(error, match=words):
         call(layer_of_kind(kind))
+
+
+@pytest.mark.parametrize("kind", ["fused", "per-head", "chunked", "one head"])
+def test_a_layer_on_the_meta_device_gives_shapes_without_data(kind):
+    """Meta tensors carry shapes alone (PyTorch uses them to plan memory):
+    a layer moved there takes them, and a float64 one is still refused."""
+    layer = layer_of_kind(kind).to("meta")
+    output, weights = layer(X.to("meta"), need_weights=True)
+    assert output.device.type == "meta" and output.shape == X.shape
+    assert weights.shape[-2:] == (X.shape[1], X.shape[1])
+    with pytest.raises(TypeError, match="query has dtype torch.float64"):
+        layer(X.to("meta", torch.float64))
 
 
 def test_a_float64_layer_asks_for_float64_input():
