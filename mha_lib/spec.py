@@ -182,20 +182,20 @@ class AttentionSpec:
         its :attr:`changes` (``layer.implements`` names them): a layer never
         drops a field it was given."""
         name = layer.__name__
+        for field, value in self.changes.items():
+            if field not in layer.implements:
+                others = ", ".join(layers_implementing(field)) or "none"
+                raise ValueError(
+                    f"{name} does not implement {field}={value!r} (of "
+                    f"{self.sizes}); the layers that do: {others}. "
+                    "mha_lib.layer_for(spec) builds the layer of any spec"
+                )
         if any(getattr(self, field) != v for field, v in fixed.items()):
             raise ValueError(
                 f"this spec describes a {self.kind} layer ({self.sizes}), "
                 f"not what {name} builds; mha_lib.layer_for(spec) builds the "
                 "layer of any spec"
             )
-        for field, value in self.changes.items():
-            if field not in layer.implements:
-                others = layers_implementing(field) or ["no mha_lib layer"]
-                raise ValueError(
-                    f"{name} does not implement {field}={value!r} (of "
-                    f"{self.sizes}); {' and '.join(others)} does, and "
-                    "mha_lib.layer_for(spec) builds the layer of any spec"
-                )
 
     @classmethod
     def named(cls, kind, d_model, num_heads, head_dim=None, **options):

@@ -683,15 +683,24 @@ def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
     for wrong in ("standard", 64, None):  # a kind's name is not its spec
         with pytest.raises(TypeError, match="layer_for takes an AttentionS"):
             mha_lib.layer_for(wrong)
-    refusal = "MultiHeadAttention does not implement chunked=True"
-    with pytest.raises(ValueError, match=f"{refusal}.*ChunkedAttention does"):
+    refusal = (
+        r"MultiHeadAttention does not implement chunked=True \(of d_model=16, "
+        r"num_heads=4, chunked=True\); the layers that do: ChunkedAttention"
+    )
+    with pytest.raises(ValueError, match=refusal):
         mha_lib.MultiHeadAttention(chunked)
-    with pytest.raises(ValueError, match=f"{refusal}.*ChunkedAttention does"):
+    with pytest.raises(ValueError, match=refusal):
         mha_lib.MultiHeadAttention(16, 4, chunked=True)
     with pytest.raises(
-        ValueError, match="wide layer .*, not what ChunkedAttention"
+        ValueError,
+        match="ChunkedAttention does not implement head_dim=16 .*; the "
+        "layers that do: MultiHeadAttention, PerHeadAttention",
     ):
         mha_lib.ChunkedAttention(spec)
+    with pytest.raises(
+        ValueError, match="standard layer .*, not what ChunkedAttention"
+    ):
+        mha_lib.ChunkedAttention(mha_lib.AttentionSpec(16, 4))
     with pytest.raises(TypeError, match="not both"):
         mha_lib.MultiHeadAttention(spec, 4)
     with pytest.raises(TypeError, match=r"sets \['chunked'\] itself"):
@@ -700,8 +709,8 @@ def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
         mha_lib.MultiHeadAttention(16, 4, n_kv_heads=2)
     with pytest.raises(
         ValueError,
-        match="PerHeadAttention does not implement value_dim=2 .*"
-        "MultiHeadAttention does",
+        match="PerHeadAttention does not implement value_dim=2 .*; the "
+        r"layers that do: MultiHeadAttention\. ",
     ):
         mha_lib.PerHeadAttention(16, 4, value_dim=2)
 
