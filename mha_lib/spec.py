@@ -184,11 +184,17 @@ class AttentionSpec:
         name = layer.__name__
         for field, value in self.changes.items():
             if field not in layer.implements:
-                others = ", ".join(layers_implementing(field)) or "none"
+                others = ", ".join(layers_implementing(field))
                 raise ValueError(
                     f"{name} does not implement {field}={value!r} (of "
-                    f"{self.sizes}); the layers that do: {others}. "
-                    "mha_lib.layer_for(spec) builds the layer of any spec"
+                    f"{self.sizes}); "
+                    + (
+                        f"the layers that do: {others}. mha_lib.layer_for("
+                        "spec) builds the layer of any spec"
+                        if others
+                        else "no layer of mha_lib.layers does yet: add one "
+                        "whose implements names it, which layer_for returns"
+                    )
                 )
         if any(getattr(self, field) != v for field, v in fixed.items()):
             raise ValueError(

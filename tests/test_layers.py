@@ -5,7 +5,14 @@ import itertools
 
 import pytest
 import torch
-from support import ATOL, DEVICES, inputs, random_masks, reference_pair
+from support import (
+    ATOL,
+    DEVICES,
+    LAYERS,
+    inputs,
+    random_masks,
+    reference_pair,
+)
 
 import mha_lib
 
@@ -694,7 +701,7 @@ def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
     with pytest.raises(
         ValueError,
         match="ChunkedAttention does not implement head_dim=16 .*; the "
-        "layers that do: MultiHeadAttention, PerHeadAttention",
+        "layers that do: MultiHeadAttention, .*PerHeadAttention",
     ):
         mha_lib.ChunkedAttention(spec)
     with pytest.raises(
@@ -710,9 +717,23 @@ def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
     with pytest.raises(
         ValueError,
         match="PerHeadAttention does not implement value_dim=2 .*; the "
-        r"layers that do: MultiHeadAttention\. ",
+        "layers that do: MultiHeadAttention",
     ):
         mha_lib.PerHeadAttention(16, 4, value_dim=2)
+
+
+def test_a_field_no_layer_implements_is_refused_saying_so(monkeypatch):
+    """As a new field is before its layer exists: every layer refuses it."""
+    for layer in LAYERS:
+        kept = [field for field in layer.implements if field != "scale"]
+        monkeypatch.setattr(layer, "implements", tuple(kept))
+    with pytest.raises(
+        ValueError,
+        match=r"MultiHeadAttention does not implement scale=0.5 \(of "
+        r"d_model=16, num_heads=4, scale=0.5\); no layer of mha_lib.layers "
+        "does yet",
+    ):
+        mha_lib.MultiHeadAttention(16, 4, scale=0.5)
 
 
 def test_a_layers_sizes_live_in_its_spec_alone_and_are_read_only():
