@@ -1,6 +1,15 @@
 """Scaled dot-product attention over heads, with the checks and masks every
 layer of :mod:`mha_lib.layers` shares. A query that may attend to no key gets
-zero weights, a zero output and a zero gradient, not a softmax's NaN."""
+zero weights, a zero output and a zero gradient, not a softmax's NaN.
+
+The masks mean what they mean in ``torch.nn.MultiheadAttention``, on purpose,
+so that code moves between the two unchanged: a bool mask's True hides a key;
+a float mask, ``attn_mask`` or ``key_padding_mask``, is added to the logits,
+so a float 0/1 "keep" mask hides nothing (1.0 only raises a logit: pass
+``mask == 0`` as bool); ``key_padding_mask`` is read as ``(batch, n_key)``,
+so where batch and n_key are equal a transposed one cannot be told apart and
+is read that way too.
+"""
 
 import math
 
@@ -102,7 +111,8 @@ def full_attn_mask(attn_mask, batch, heads, query, key):
 
 def padding_mask(key_padding_mask, batch, key):
     """``key_padding_mask`` ``(batch, n_key)`` checked, as ``(batch, 1, 1,
-    n_key)``."""
+    n_key)``. As in PyTorch, a transposed mask of a square shape (batch
+    equal to n_key) is taken as it is: nothing tells the two apart."""
     sizes = dict(batch=batch, n_key=key.shape[1])
     check_shape("key_padding_mask", key_padding_mask, **sizes)
     return key_padding_mask[:, None, None]  # (batch, 1, 1, n_key)
@@ -110,7 +120,8 @@ def padding_mask(key_padding_mask, batch, key):
 
 def as_logits(name, mask, query):
     """A mask as what it adds to the logits, in ``query``'s dtype and on its
-    device: True -> -inf, False -> 0; a float mask as it is."""
+    device: True -> -inf, False -> 0; a float mask as it is, as PyTorch adds
+    it (a float 0/1 mask is no "keep" mask: 1.0 adds 1 to a logit)."""
     if not (mask.dtype == torch.bool or mask.is_floating_point()):
         raise TypeError(
             f"{name} must be a bool tensor (True = may not attend) or a "

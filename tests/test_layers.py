@@ -46,6 +46,40 @@ def test_matches_torch_unmasked(d_model, num_heads, n_query, n_key, bias):
     torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
 
 
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_masks_mean_what_they_mean_in_torch_on_purpose(need_weights):
+    """Followed on purpose, as attention.py's docstring says: a float mask
+    is added to the logits, so a float 0/1 "keep" mask hides nothing and a
+    float key_padding_mask is additive too; with batch equal to n_key a
+    transposed key_padding_mask is read as (batch, n_key), as torch reads
+    it."""
+    reference, ours = reference_pair(16, 4)
+    query, key, value = inputs(3, 5, 3, 16)  # batch 3 = n_key 3
+    keep = torch.tensor([[1.0, 1.0, 0.0]] * 5)  # (n_query, n_key), 1: keep
+    padding = torch.tensor([[0.0, 0.0, 2.0], [0.0, 1.0, 0.0], [0.5] * 3])
+    hide = torch.tensor([[0, 0, 1], [0, 1, 0], [0, 0, 0]]).bool()
+    for masks in (
+        dict(attn_mask=keep),
+        dict(key_padding_mask=padding),
+        dict(key_padding_mask=hide.T),  # (n_key, batch), read as (b, n)
+    ):
+        expected, expected_weights = reference(
+            query, key, value, **masks, average_attn_weights=False
+        )
+        got, weights = ours(
+            query, key, value, **masks, need_weights=need_weights
+        )
+        torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
+        if need_weights:
+            torch.testing.assert_close(
+                weights, expected_weights, atol=ATOL, rtol=0
+            )
+    hidden = ours(query, key, value, attn_mask=keep == 0, need_weights=True)
+    added = ours(query, key, value, attn_mask=keep, need_weights=True)
+    assert (hidden[1][..., 2] == 0).all(), "a bool mask hides key 2"
+    assert (added[1][..., 2] > 0).all(), "a float 1.0 hides no key"
+
+
 @pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")
 @pytest.mark.parametrize("d_model,num_heads,n_query,n_key", CONFIGS[:6])
 @pytest.mark.parametrize("need_weights", [True, False])
