@@ -148,7 +148,7 @@ class AttentionSpec:
         (:meth:`check_built_by`)."""
         name = type(layer).__name__
         if not isinstance(d_model, cls):
-            cls.check_size_names(name, sizes, fixed)
+            cls.check_size_names(type(layer), sizes, fixed)
             spec = cls(d_model, num_heads, **sizes, **fixed)
         elif num_heads is not None or sizes:
             raise TypeError(
@@ -161,18 +161,19 @@ class AttentionSpec:
         return spec
 
     @classmethod
-    def check_size_names(cls, layer_name, sizes, fixed):
-        """Refuse sizes a layer's constructor does not take: unknown ones,
-        and those it sets itself."""
+    def check_size_names(cls, layer, sizes, fixed):
+        """Refuse sizes the constructor of ``layer`` (a class) does not take:
+        unknown ones, and those it sets itself."""
         known = {f.name for f in fields(cls)} - {"d_model", "num_heads"}
         if set(sizes) - known:
             raise TypeError(
-                f"{layer_name} got unknown sizes {sorted(set(sizes) - known)}"
-                f"; expected some of {sorted(known - set(fixed))}"
+                f"{layer.__name__} got unknown sizes "
+                f"{sorted(set(sizes) - known)}; expected some of "
+                f"{sorted(set(layer.implements) - set(fixed))}"
             )
         if set(sizes) & set(fixed):
             raise TypeError(
-                f"{layer_name} sets {sorted(set(sizes) & set(fixed))} "
+                f"{layer.__name__} sets {sorted(set(sizes) & set(fixed))} "
                 "itself; leave it out"
             )
 

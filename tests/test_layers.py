@@ -749,6 +749,12 @@ def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
     with pytest.raises(TypeError, match=r"unknown sizes \['n_kv_heads'\]"):
         mha_lib.MultiHeadAttention(16, 4, n_kv_heads=2)
     with pytest.raises(
+        TypeError,
+        match=r"ChunkedAttention got unknown sizes \['heads'\]; expected "
+        r"some of \['bias', 'dropout', 'scale'\]",
+    ):
+        mha_lib.ChunkedAttention(16, 4, heads=2)
+    with pytest.raises(
         ValueError,
         match="PerHeadAttention does not implement value_dim=2 .*; the "
         "layers that do: MultiHeadAttention",
