@@ -105,8 +105,9 @@ class AttentionSpec:
     dropout: float = 0.0
 
     def __post_init__(self):
-        for name in ("chunked", "bias"):
-            check_bool(name, getattr(self, name))
+        for field in fields(self):  # annotated "bool": True or False only
+            if field.type == "bool":
+                check_bool(field.name, getattr(self, field.name))
         head_dim, num_kv_heads = resolve_heads(
             self.d_model, self.num_heads, self.head_dim, self.num_kv_heads
         )

@@ -65,6 +65,11 @@ from mha_lib.spec import AttentionSpec
             "chunked must be True or False",
         ),
         (
+            lambda: AttentionSpec(16, 4, bias="False"),
+            TypeError,
+            "bias must be True or False, got 'False'",
+        ),
+        (
             lambda: AttentionSpec(16, 4, scale=-1.0),
             ValueError,
             "scale must be a positive",
