@@ -264,8 +264,10 @@ def test_fisher_and_smallest_resolvable_refuse_what_is_not_a_count():
     for bad in (2.5, NAN, True):
         with pytest.raises(TypeError, match="first must be a whole number"):
             fisher_one_sided(bad, 10, 1, 10)
-        with pytest.raises(TypeError, match="must be a whole number"):
+        with pytest.raises(TypeError, match="count must be a whole number"):
             smallest_resolvable(bad, 10)
+    with pytest.raises(ValueError, match="need 0 <= count <= total"):
+        smallest_resolvable(11, 10)
     with pytest.raises(TypeError, match="second_total must be a whole"):
         fisher_one_sided(3, 10, 1, 10.0)
     for level in (NAN, 0, 1.5, -0.05):

@@ -215,6 +215,18 @@ def whole_number(name, count):
     return count
 
 
+def share_of_seeds(name, count, total_name, total):
+    """Raise unless ``count`` of ``total`` seeds is a share: whole numbers,
+    ``0 <= count <= total`` and ``total > 0``."""
+    whole_number(name, count)
+    whole_number(total_name, total)
+    if not 0 <= count <= total or total <= 0:
+        raise ValueError(
+            f"{name}: need 0 <= {name} <= {total_name} and {total_name} > 0, "
+            f"got {count} of {total}"
+        )
+
+
 def ranked_loss(rate, loss):
     """One seed's final loss as :func:`best_rate` ranks it: a NaN, an
     infinity or ``None`` (what a results file stores for a diverged run) is
@@ -279,17 +291,8 @@ def fisher_one_sided(first, first_total, second, second_total):
     """One-sided Fisher exact test that the first group's rate is higher:
     the probability of ``first`` or more successes in the first group if
     both groups had the same rate (hypergeometric tail)."""
-    for name, count, total in (
-        ("first", first, first_total),
-        ("second", second, second_total),
-    ):
-        whole_number(name, count)
-        whole_number(f"{name}_total", total)
-        if not 0 <= count <= total or total <= 0:
-            raise ValueError(
-                f"{name}: need 0 <= successes <= trials and trials > 0, got "
-                f"{count} of {total}"
-            )
+    share_of_seeds("first", first, "first_total", first_total)
+    share_of_seeds("second", second, "second_total", second_total)
     successes, everyone = first + second, first_total + second_total
     tail = sum(
         math.comb(successes, k)
@@ -303,7 +306,7 @@ def smallest_resolvable(count, total, level=0.05):
     """The fewest successes out of ``total`` that a second group would need
     for a one-sided Fisher test to tell it above ``count`` of ``total`` at
     ``level``; None where no count would: what these seeds can resolve."""
-    fisher_one_sided(count, total, count, total)  # checks the counts
+    share_of_seeds("count", count, "total", total)
     if not 0 < level < 1:  # NaN too
         raise ValueError(
             f"level must be a probability in (0, 1), such as 0.05, got "
