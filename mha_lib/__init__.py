@@ -12,7 +12,8 @@ The core, one idea per module, imports nothing of the course:
   modules.
 - ``heads``: per-head weight surgery.
 - ``checks``: input checks with messages that say what was expected.
-- ``runtime``: the device and the seeds.
+- ``runtime``: the device and the seeds, and a context that puts back the
+  process-wide settings they change.
 
 The course's machinery, which the chapters import, is :mod:`mha_lib.course`:
 
@@ -57,7 +58,7 @@ from .layers import (
     PerHeadAttention,
     layer_for,
 )
-from .runtime import pick_device, seed_everything
+from .runtime import pick_device, restored_settings, seed_everything
 from .spec import AttentionSpec, resolve_heads
 
 __all__ = [
@@ -74,6 +75,7 @@ __all__ = [
     "parameter_count",
     "pick_device",
     "resolve_heads",
+    "restored_settings",
     "seed_everything",
     "stacked_to_interleaved",
     "to_fused",

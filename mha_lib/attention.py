@@ -1,6 +1,15 @@
 """Scaled dot-product attention over heads, with the checks and masks every
 layer of :mod:`mha_lib.layers` shares. A query that may attend to no key gets
-zero weights, a zero output and a zero gradient, not a softmax's NaN."""
+zero weights, a zero output and a zero gradient, not a softmax's NaN.
+
+The masks mean what they mean in ``torch.nn.MultiheadAttention``, on purpose,
+so that code moves between the two unchanged: a bool mask's True hides a key;
+a float mask, ``attn_mask`` or ``key_padding_mask``, is added to the logits,
+so a float 0/1 "keep" mask hides nothing (1.0 only raises a logit: pass
+``mask == 0`` as bool); ``key_padding_mask`` is read as ``(batch, n_key)``,
+so where batch and n_key are equal a transposed one cannot be told apart and
+is read that way too.
+"""
 
 import math
 
@@ -23,8 +32,9 @@ def self_attention(query, key=None, value=None):
     return query, key, key if value is None else value
 
 
-def check_inputs(query, key, value, d_model, dtype):
-    """Query, key and value (defaults: :func:`self_attention`), checked."""
+def check_inputs(query, key, value, d_model, weight):
+    """Query, key and value (defaults: :func:`self_attention`), checked
+    against ``d_model`` and a weight of the layer."""
     query, key, value = self_attention(query, key, value)
     for name, x in (("query", query), ("key", key), ("value", value)):
         if check_tensor(name, x).dim() != 3 or x.shape[-1] != d_model:
@@ -33,12 +43,8 @@ def check_inputs(query, key, value, d_model, dtype):
                 f"{name} must have shape (batch, seq, d_model={d_model}), "
                 f"got {tuple(x.shape)}{hint}"
             )
-        autocast = torch.is_autocast_enabled(x.device.type)  # casts itself
-        if x.dtype != dtype and not (autocast and x.is_floating_point()):
-            raise TypeError(
-                f"{name} has dtype {x.dtype}, but the layer's weights are "
-                f"{dtype}; cast the input with .to({dtype})"
-            )
+        if (x.device, x.dtype) != (weight.device, weight.dtype):
+            check_like_weight(name, x, weight)
     if query.shape[0] != key.shape[0] or key.shape[:2] != value.shape[:2]:
         raise ValueError(
             "query, key and value must share the batch size, and key and "
@@ -46,6 +52,26 @@ def check_inputs(query, key, value, d_model, dtype):
             f"{tuple(key.shape)}, {tuple(value.shape)}"
         )
     return query, key, value
+
+
+def check_like_weight(name, x, weight):
+    """Refuse an input on another device than the layer's weights, or of
+    another dtype unless autocast casts it."""
+    if x.device != weight.device:
+        raise ValueError(
+            f"{name} is on {x.device}, but the layer's weights are on "
+            f"{weight.device}; move the input with .to('{weight.device}') "
+            f"or the layer with .to('{x.device}')"
+        )
+    try:
+        autocast = torch.is_autocast_enabled(x.device.type)  # casts itself
+    except RuntimeError:  # a device autocast does not know, such as meta
+        autocast = False
+    if not (autocast and x.is_floating_point()):
+        raise TypeError(
+            f"{name} has dtype {x.dtype}, but the layer's weights are "
+            f"{weight.dtype}; cast the input with .to({weight.dtype})"
+        )
 
 
 def logit_mask(attn_mask, key_padding_mask, is_causal, query, key, heads):
@@ -85,7 +111,8 @@ def full_attn_mask(attn_mask, batch, heads, query, key):
 
 def padding_mask(key_padding_mask, batch, key):
     """``key_padding_mask`` ``(batch, n_key)`` checked, as ``(batch, 1, 1,
-    n_key)``."""
+    n_key)``. As in PyTorch, a transposed mask of a square shape (batch
+    equal to n_key) is taken as it is: nothing tells the two apart."""
     sizes = dict(batch=batch, n_key=key.shape[1])
     check_shape("key_padding_mask", key_padding_mask, **sizes)
     return key_padding_mask[:, None, None]  # (batch, 1, 1, n_key)
@@ -93,7 +120,8 @@ def padding_mask(key_padding_mask, batch, key):
 
 def as_logits(name, mask, query):
     """A mask as what it adds to the logits, in ``query``'s dtype and on its
-    device: True -> -inf, False -> 0; a float mask as it is."""
+    device: True -> -inf, False -> 0; a float mask as it is, as PyTorch adds
+    it (a float 0/1 mask is no "keep" mask: 1.0 adds 1 to a logit)."""
     if not (mask.dtype == torch.bool or mask.is_floating_point()):
         raise TypeError(
             f"{name} must be a bool tensor (True = may not attend) or a "

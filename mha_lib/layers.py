@@ -10,7 +10,9 @@ Bloem (2019) called "narrow": each head reads only its own chunk of the input.
 and the fused layer. Every layer is made from its sizes,
 ``MultiHeadAttention(64, 8, head_dim=64)``, or from an
 :class:`~mha_lib.spec.AttentionSpec`, ``MultiHeadAttention(spec)``; the sizes
-are the spec's fields, declared there once.
+are the spec's fields, declared there once. Each layer names the fields it
+implements (``implements``) and refuses a spec that sets any other, so a field
+a new kind adds is built by its own layer, or refused, never dropped.
 """
 
 import torch
@@ -37,6 +39,16 @@ def layer_for(spec):
 class MultiHeadAttention(nn.Module):
     """Multi-head attention from an :class:`AttentionSpec` or its sizes:
     ``(64, 8)`` standard, ``head_dim=64`` wide, ``num_kv_heads=2`` GQA."""
+
+    # the spec's fields it builds, besides d_model and num_heads
+    implements = (
+        "head_dim",
+        "value_dim",
+        "num_kv_heads",
+        "bias",
+        "scale",
+        "dropout",
+    )
 
     def __init__(self, d_model, num_heads=None, **sizes):
         super().__init__()
@@ -76,7 +88,7 @@ class MultiHeadAttention(nn.Module):
         (True: may not attend); ``head_mask`` scales each head's output."""
         spec = self.spec
         query, key, value = check_inputs(
-            query, key, value, spec.d_model, self.out_proj.weight.dtype
+            query, key, value, spec.d_model, self.out_proj.weight
         )
         mask = logit_mask(  # broadcasts to (b, heads, n_query, n_key)
             attn_mask, key_padding_mask, is_causal, query, key, spec.num_heads
@@ -140,6 +152,8 @@ class ChunkedAttention(MultiHeadAttention):
     differs.
     """
 
+    implements = ("chunked", "bias", "scale", "dropout")  # sizes fixed
+
     def __init__(self, d_model, num_heads=None, **sizes):
         nn.Module.__init__(self)
         self.spec = spec = AttentionSpec.of(
@@ -192,7 +206,7 @@ class AttentionHead(nn.Module):
         """``(contribution (batch, n_query, d_model), weights (batch, n_query,
         n_key) | None)``."""
         query, key, value = check_inputs(
-            query, key, value, self.d_model, self.q_proj.weight.dtype
+            query, key, value, self.d_model, self.q_proj.weight
         )
         mask = logit_mask(
             attn_mask, key_padding_mask, is_causal, query, key, 1
@@ -232,17 +246,12 @@ class PerHeadAttention(nn.Module):
     :class:`MultiHeadAttention`.
     """
 
+    # one size per head, no shared key/value heads
+    implements = ("head_dim", "bias", "scale", "dropout")
+
     def __init__(self, d_model, num_heads=None, **sizes):
         super().__init__()
         self.spec = spec = AttentionSpec.of(self, d_model, num_heads, sizes)
-        if (
-            spec.value_dim != spec.head_dim
-            or spec.num_kv_heads != spec.num_heads
-        ):
-            raise ValueError(
-                "PerHeadAttention has one size per head and no shared "
-                f"key/value heads; got {spec.sizes}"
-            )
         self.heads = nn.ModuleList(
             AttentionHead(spec.d_model, spec.head_dim, spec.bias)
             for _ in range(spec.num_heads)
@@ -266,7 +275,7 @@ class PerHeadAttention(nn.Module):
     ):
         spec = self.spec
         query, key, value = check_inputs(
-            query, key, value, spec.d_model, self.heads[0].q_proj.weight.dtype
+            query, key, value, spec.d_model, self.heads[0].q_proj.weight
         )
         mask = logit_mask(
             attn_mask, key_padding_mask, is_causal, query, key, spec.num_heads

@@ -9,12 +9,14 @@ all come from it, and every layer of :mod:`mha_lib.layers` is made from one
 the book names are one table, :data:`NAMED_KINDS`: a new kind made of these
 sizes is a new row there, and the counting functions, the small models and the
 figures pick it up. (A layer that needs a new forward pass also needs its
-module in :mod:`mha_lib.layers`.)
+module in :mod:`mha_lib.layers`; every layer there declares the fields it
+implements and refuses a spec that sets any other, so a new field is never
+dropped without a word.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields, replace
 from typing import NamedTuple
 
 from .attention import default_scale
@@ -27,13 +29,16 @@ from .checks import (
 
 # The kinds the book names: kind -> the sizes it sets, from (d_model,
 # num_heads). A kind is a shape of the heads: key/value sharing, biases, the
-# logit scale and dropout may be added to any kind.
+# logit scale and dropout may be added to any kind (OPTIONS); every other
+# field is part of a kind's shape.
 NAMED_KINDS = {
     "chunked": lambda d_model, num_heads: dict(chunked=True),
     "standard": lambda d_model, num_heads: {},
     "wide": lambda d_model, num_heads: dict(head_dim=d_model),
 }
-HEAD_SHAPE = ("chunked", "head_dim", "value_dim")  # the fields a kind sets
+OPTIONS = ("num_kv_heads", "bias", "scale", "dropout")
+# how a label words a field; any other reads "gated", "no bias", "scale 0.5"
+LABEL_WORDS = {"value_dim": "values {}", "num_kv_heads": "{} K/V heads"}
 SIZES = ("d_model", "num_heads", "head_dim", "value_dim", "num_kv_heads")
 
 
@@ -100,8 +105,9 @@ class AttentionSpec:
     dropout: float = 0.0
 
     def __post_init__(self):
-        for name in ("chunked", "bias"):
-            check_bool(name, getattr(self, name))
+        for field in fields(self):  # annotated "bool": True or False only
+            if field.type == "bool":
+                check_bool(field.name, getattr(self, field.name))
         head_dim, num_kv_heads = resolve_heads(
             self.d_model, self.num_heads, self.head_dim, self.num_kv_heads
         )
@@ -128,46 +134,76 @@ class AttentionSpec:
             )
 
     @classmethod
-    def of(cls, layer, d_model, num_heads, sizes, *, chunked=False):
-        """The spec of ``layer`` from its constructor's arguments: ``d_model``
-        is an AttentionSpec of the layer's kind, or the sizes make one."""
-        if sizes:
-            cls.check_size_names(type(layer).__name__, sizes)
-        if isinstance(d_model, cls):
-            return d_model.given_to(layer, num_heads, sizes, chunked)
-        return cls(d_model, num_heads, chunked=chunked, **sizes)
+    def of(cls, layer, d_model, num_heads, sizes, **fixed):
+        """The spec of ``layer`` from its constructor's arguments, ``fixed``
+        being the fields it sets itself (``chunked=True``): see
+        :meth:`given`."""
+        if sizes or isinstance(d_model, cls):
+            return cls.given(layer, d_model, num_heads, sizes, fixed)
+        return cls(d_model, num_heads, **fixed)  # the layer's own kind
 
     @classmethod
-    def check_size_names(cls, layer_name, sizes):
-        """Refuse sizes a layer's constructor does not take."""
+    def given(cls, layer, d_model, num_heads, sizes, fixed):
+        """The spec a layer was given: ``d_model`` is an AttentionSpec, or
+        the sizes make one; refused unless ``layer`` builds it
+        (:meth:`check_built_by`)."""
+        name = type(layer).__name__
+        if not isinstance(d_model, cls):
+            cls.check_size_names(type(layer), sizes, fixed)
+            spec = cls(d_model, num_heads, **sizes, **fixed)
+        elif num_heads is not None or sizes:
+            raise TypeError(
+                f"give {name} an AttentionSpec or its sizes, not both; got "
+                f"{d_model!r} and num_heads={num_heads!r}, {sizes}"
+            )
+        else:
+            spec = d_model
+        spec.check_built_by(type(layer), fixed)
+        return spec
+
+    @classmethod
+    def check_size_names(cls, layer, sizes, fixed):
+        """Refuse sizes the constructor of ``layer`` (a class) does not take:
+        unknown ones, and those it sets itself."""
         known = {f.name for f in fields(cls)} - {"d_model", "num_heads"}
         if set(sizes) - known:
             raise TypeError(
-                f"{layer_name} got unknown sizes {sorted(set(sizes) - known)}"
-                f"; expected some of {sorted(known - {'chunked'})}"
+                f"{layer.__name__} got unknown sizes "
+                f"{sorted(set(sizes) - known)}; expected some of "
+                f"{sorted(set(layer.implements) - set(fixed))}"
             )
-        if "chunked" in sizes:
+        if set(sizes) & set(fixed):
             raise TypeError(
-                f"{layer_name} sets chunked itself: use ChunkedAttention for "
-                "the chunked layer, MultiHeadAttention for the others"
+                f"{layer.__name__} sets {sorted(set(sizes) & set(fixed))} "
+                "itself; leave it out"
             )
 
-    def given_to(self, layer, num_heads, sizes, chunked):
-        """This spec, given to ``layer`` (chunked or not) with ``num_heads``
-        and ``sizes``: refused unless they are unset and the layer builds
-        this spec's kind."""
-        name = type(layer).__name__
-        if num_heads is not None or sizes:
-            raise TypeError(
-                f"give {name} an AttentionSpec or its sizes, not both; got "
-                f"{self!r} and num_heads={num_heads!r}, {sizes}"
-            )
-        if self.chunked != chunked:
+    def check_built_by(self, layer, fixed):
+        """Refuse this spec for ``layer`` (a class) unless it has the fields
+        the layer sets itself (``fixed``) and the layer implements each of
+        its :attr:`changes` (``layer.implements`` names them): a layer never
+        drops a field it was given."""
+        name = layer.__name__
+        for field, value in self.changes.items():
+            if field not in layer.implements:
+                others = ", ".join(layers_implementing(field))
+                raise ValueError(
+                    f"{name} does not implement {field}={value!r} (of "
+                    f"{self.sizes}); "
+                    + (
+                        f"the layers that do: {others}. mha_lib.layer_for("
+                        "spec) builds the layer of any spec"
+                        if others
+                        else "no layer of mha_lib.layers does yet: add one "
+                        "whose implements names it, which layer_for returns"
+                    )
+                )
+        if any(getattr(self, field) != v for field, v in fixed.items()):
             raise ValueError(
-                f"this spec describes a {self.kind} layer, not what {name} "
-                "builds; mha_lib.layer_for(spec) builds the layer of any spec"
+                f"this spec describes a {self.kind} layer ({self.sizes}), "
+                f"not what {name} builds; mha_lib.layer_for(spec) builds the "
+                "layer of any spec"
             )
-        return self
 
     @classmethod
     def named(cls, kind, d_model, num_heads, head_dim=None, **options):
@@ -186,9 +222,8 @@ class AttentionSpec:
 
     @property
     def kind(self):
-        """The first kind of :data:`NAMED_KINDS` whose heads have this layer's
-        shape (chunked or not, query/key and value sizes), else ``sized``."""
-        shape = [getattr(self, name) for name in HEAD_SHAPE]
+        """The first kind of :data:`NAMED_KINDS` this layer is, but for the
+        :data:`OPTIONS` any kind may add, else ``sized``."""
         for kind, sizes in NAMED_KINDS.items():
             try:
                 named = AttentionSpec(
@@ -198,31 +233,65 @@ class AttentionSpec:
                 )
             except ValueError:  # e.g. d_model not divisible by num_heads
                 continue
-            if [getattr(named, name) for name in HEAD_SHAPE] == shape:
+            if set(self.differences(named)) <= set(OPTIONS):
                 return kind
         return "sized"
 
     @property
     def label(self):
-        """A short name for tables and legends, e.g. ``wide 8 x 32``."""
-        text = f"{self.kind} {self.num_heads} x {self.head_dim}"
-        if self.value_dim != self.head_dim:
-            text += f", values {self.value_dim}"
-        if self.num_kv_heads != self.num_heads:
-            text += f", {self.num_kv_heads} K/V heads"
-        return text
+        """A short name for tables and legends: the kind, its heads, and each
+        field in which the layer differs from its kind's, e.g. ``wide 8 x
+        32`` or ``standard 8 x 4, 2 K/V heads``."""
+        kind = self.kind
+        sized = self.head_dim if kind == "sized" else None
+        plain = AttentionSpec.named(
+            kind, self.d_model, self.num_heads, head_dim=sized
+        )
+        words = [f"{kind} {self.num_heads} x {self.head_dim}"]
+        for field, value in self.differences(plain).items():
+            if field in LABEL_WORDS:
+                words.append(LABEL_WORDS[field].format(value))
+            elif isinstance(value, bool):
+                words.append(field if value else f"no {field}")
+            else:
+                words.append(f"{field} {value:g}")
+        return ", ".join(words)
 
     @property
     def sizes(self):
-        """The sizes as keyword arguments, e.g. ``d_model=64, num_heads=8,
-        head_dim=8, num_kv_heads=8``."""
-        text = (
-            f"d_model={self.d_model}, num_heads={self.num_heads}, "
-            f"head_dim={self.head_dim}, num_kv_heads={self.num_kv_heads}"
-        )
-        if self.value_dim != self.head_dim:
-            text += f", value_dim={self.value_dim}"
-        return text
+        """The keyword arguments that build this spec: ``d_model``,
+        ``num_heads`` and its :attr:`changes`, e.g. ``d_model=64,
+        num_heads=8, head_dim=64``."""
+        given = dict(d_model=self.d_model, num_heads=self.num_heads)
+        given.update(self.changes)
+        return ", ".join(f"{name}={value!r}" for name, value in given.items())
+
+    @property
+    def changes(self):
+        """The fields that differ from what leaving them unset gives, as
+        ``{name: value}`` in their order: ``{"head_dim": 64}`` for 8 wide
+        heads at ``d_model=64``, ``{}`` for the standard layer."""
+        changed = {}
+        for field in fields(self):
+            if field.default is MISSING:  # d_model, num_heads: always given
+                continue
+            try:
+                unset = replace(self, **{field.name: field.default})
+            except ValueError:  # e.g. d_model not divisible by num_heads
+                unset = None
+            value = getattr(self, field.name)
+            if unset is None or getattr(unset, field.name) != value:
+                changed[field.name] = value
+        return changed
+
+    def differences(self, other):
+        """The fields in which this spec differs from ``other``, as ``{name:
+        this spec's value}``."""
+        return {
+            field.name: getattr(self, field.name)
+            for field in fields(self)
+            if getattr(self, field.name) != getattr(other, field.name)
+        }
 
     @property
     def reads(self):
@@ -302,3 +371,15 @@ class AttentionSpec:
             + 2 * heads * self.value_dim
         )
         return batch * seq_len * (per_token + heads)
+
+
+def layers_implementing(field):
+    """Names of the layers of :mod:`mha_lib.layers` that implement the spec's
+    ``field`` (their ``implements`` names it)."""
+    from . import layers  # here: layers imports this module
+
+    return [
+        name
+        for name, layer in vars(layers).items()
+        if field in getattr(layer, "implements", ())
+    ]

@@ -42,6 +42,39 @@ def extension(name):
     return module
 
 
+# what any named kind may add: tried on every row of NAMED_KINDS
+KIND_OPTIONS = [
+    {},
+    dict(bias=False),
+    dict(num_kv_heads=2),
+    dict(scale=0.5, dropout=0.1),
+]
+# every layer of mha_lib.layers: those that say which fields they implement
+LAYERS = [
+    value
+    for value in vars(mha_lib.layers).values()
+    if isinstance(value, type) and hasattr(value, "implements")
+]
+
+
+def named_specs(kind, d_model=32):
+    """Specs of ``kind``, a key of ``NAMED_KINDS``, at 1 and 4 heads: plain
+    and with each of ``KIND_OPTIONS`` the kind allows."""
+    specs = []
+    for num_heads in (1, 4):
+        for options in KIND_OPTIONS:
+            try:
+                specs.append(
+                    mha_lib.AttentionSpec.named(
+                        kind, d_model, num_heads, **options
+                    )
+                )
+            except ValueError:  # e.g. 2 key/value heads for 1 query head
+                continue
+    assert len(specs) >= 2, f"no spec of kind {kind!r} to try"
+    return specs
+
+
 def reference_pair(d_model, num_heads, bias=True, seed=0):
     torch.manual_seed(seed)
     reference = nn.MultiheadAttention(

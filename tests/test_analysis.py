@@ -51,6 +51,16 @@ def test_offset_profile_finds_a_fixed_offset():
     profile = offset_profile(weights, first=1)
     assert torch.equal(profile[0], torch.tensor([0.0, 1, 0, 0, 0, 0]))
     assert profile[1, 0] == 1
+    with pytest.raises(
+        ValueError,
+        match=r"\(batch, heads, n, n\), got \(2, "
+        r"6, 6\); add a batch axis with .unsqueeze\(0\)",
+    ):
+        offset_profile(weights[0], first=1)
+    with pytest.raises(ValueError, match=r"got \(1, 2, 6, 5\)$"):
+        offset_profile(weights[..., :5])
+    with pytest.raises(TypeError, match="weights must be a tensor, got list"):
+        offset_profile(weights.tolist())
 
 
 @pytest.mark.parametrize(

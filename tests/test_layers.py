@@ -5,7 +5,14 @@ import itertools
 
 import pytest
 import torch
-from support import ATOL, DEVICES, inputs, random_masks, reference_pair
+from support import (
+    ATOL,
+    DEVICES,
+    LAYERS,
+    inputs,
+    random_masks,
+    reference_pair,
+)
 
 import mha_lib
 
@@ -39,6 +46,40 @@ def test_matches_torch_unmasked(d_model, num_heads, n_query, n_key, bias):
     torch.testing.assert_close(fast, expected, atol=ATOL, rtol=0)
     torch.testing.assert_close(slow, expected, atol=ATOL, rtol=0)
     torch.testing.assert_close(weights, expected_weights, atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_masks_mean_what_they_mean_in_torch_on_purpose(need_weights):
+    """Followed on purpose, as attention.py's docstring says: a float mask
+    is added to the logits, so a float 0/1 "keep" mask hides nothing and a
+    float key_padding_mask is additive too; with batch equal to n_key a
+    transposed key_padding_mask is read as (batch, n_key), as torch reads
+    it."""
+    reference, ours = reference_pair(16, 4)
+    query, key, value = inputs(3, 5, 3, 16)  # batch 3 = n_key 3
+    keep = torch.tensor([[1.0, 1.0, 0.0]] * 5)  # (n_query, n_key), 1: keep
+    padding = torch.tensor([[0.0, 0.0, 2.0], [0.0, 1.0, 0.0], [0.5] * 3])
+    hide = torch.tensor([[0, 0, 1], [0, 1, 0], [0, 0, 0]]).bool()
+    for masks in (
+        dict(attn_mask=keep),
+        dict(key_padding_mask=padding),
+        dict(key_padding_mask=hide.T),  # (n_key, batch), read as (b, n)
+    ):
+        expected, expected_weights = reference(
+            query, key, value, **masks, average_attn_weights=False
+        )
+        got, weights = ours(
+            query, key, value, **masks, need_weights=need_weights
+        )
+        torch.testing.assert_close(got, expected, atol=ATOL, rtol=0)
+        if need_weights:
+            torch.testing.assert_close(
+                weights, expected_weights, atol=ATOL, rtol=0
+            )
+    hidden = ours(query, key, value, attn_mask=keep == 0, need_weights=True)
+    added = ours(query, key, value, attn_mask=keep, need_weights=True)
+    assert (hidden[1][..., 2] == 0).all(), "a bool mask hides key 2"
+    assert (added[1][..., 2] > 0).all(), "a float 1.0 hides no key"
 
 
 @pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask")
@@ -493,6 +534,17 @@ def layer_of_kind(kind):
             "key has dtype torch.float64",
         ),
         (
+            lambda layer: layer(X.to("meta")),
+            ValueError,
+            r"query is on meta, but the layer's weights are on cpu; move the "
+            r"input with .to\('cpu'\) or the layer with .to\('meta'\)",
+        ),
+        (
+            lambda layer: layer(X.to("meta"), X),
+            ValueError,
+            "query is on meta",
+        ),
+        (
             lambda layer: layer(X, is_causal="no"),
             TypeError,
             r"is_causal must be True or False, got 'no'",
@@ -509,6 +561,18 @@ def test_wrong_dtypes_and_flags_are_refused_by_every_layer(
 ):
     with pytest.raises(error, match=words):
         call(layer_of_kind(kind))
+
+
+@pytest.mark.parametrize("kind", ["fused", "per-head", "chunked", "one head"])
+def test_a_layer_on_the_meta_device_gives_shapes_without_data(kind):
+    """Meta tensors carry shapes alone (PyTorch uses them to plan memory):
+    a layer moved there takes them, and a float64 one is still refused."""
+    layer = layer_of_kind(kind).to("meta")
+    output, weights = layer(X.to("meta"), need_weights=True)
+    assert output.device.type == "meta" and output.shape == X.shape
+    assert weights.shape[-2:] == (X.shape[1], X.shape[1])
+    with pytest.raises(TypeError, match="query has dtype torch.float64"):
+        layer(X.to("meta", torch.float64))
 
 
 def test_a_float64_layer_asks_for_float64_input():
@@ -662,20 +726,56 @@ def test_a_layer_takes_a_spec_or_sizes_and_says_which_class_fits():
     for wrong in ("standard", 64, None):  # a kind's name is not its spec
         with pytest.raises(TypeError, match="layer_for takes an AttentionS"):
             mha_lib.layer_for(wrong)
-    with pytest.raises(ValueError, match="describes a chunked layer"):
+    refusal = (
+        r"MultiHeadAttention does not implement chunked=True \(of d_model=16, "
+        r"num_heads=4, chunked=True\); the layers that do: ChunkedAttention"
+    )
+    with pytest.raises(ValueError, match=refusal):
         mha_lib.MultiHeadAttention(chunked)
+    with pytest.raises(ValueError, match=refusal):
+        mha_lib.MultiHeadAttention(16, 4, chunked=True)
     with pytest.raises(
-        ValueError, match="wide layer, not what ChunkedAttention"
+        ValueError,
+        match="ChunkedAttention does not implement head_dim=16 .*; the "
+        "layers that do: MultiHeadAttention, .*PerHeadAttention",
     ):
         mha_lib.ChunkedAttention(spec)
+    with pytest.raises(
+        ValueError, match="standard layer .*, not what ChunkedAttention"
+    ):
+        mha_lib.ChunkedAttention(mha_lib.AttentionSpec(16, 4))
     with pytest.raises(TypeError, match="not both"):
         mha_lib.MultiHeadAttention(spec, 4)
-    with pytest.raises(TypeError, match="use ChunkedAttention"):
-        mha_lib.MultiHeadAttention(16, 4, chunked=True)
+    with pytest.raises(TypeError, match=r"sets \['chunked'\] itself"):
+        mha_lib.ChunkedAttention(16, 4, chunked=True)
     with pytest.raises(TypeError, match=r"unknown sizes \['n_kv_heads'\]"):
         mha_lib.MultiHeadAttention(16, 4, n_kv_heads=2)
-    with pytest.raises(ValueError, match="one size per head"):
+    with pytest.raises(
+        TypeError,
+        match=r"ChunkedAttention got unknown sizes \['heads'\]; expected "
+        r"some of \['bias', 'dropout', 'scale'\]",
+    ):
+        mha_lib.ChunkedAttention(16, 4, heads=2)
+    with pytest.raises(
+        ValueError,
+        match="PerHeadAttention does not implement value_dim=2 .*; the "
+        "layers that do: MultiHeadAttention",
+    ):
         mha_lib.PerHeadAttention(16, 4, value_dim=2)
+
+
+def test_a_field_no_layer_implements_is_refused_saying_so(monkeypatch):
+    """As a new field is before its layer exists: every layer refuses it."""
+    for layer in LAYERS:
+        kept = [field for field in layer.implements if field != "scale"]
+        monkeypatch.setattr(layer, "implements", tuple(kept))
+    with pytest.raises(
+        ValueError,
+        match=r"MultiHeadAttention does not implement scale=0.5 \(of "
+        r"d_model=16, num_heads=4, scale=0.5\); no layer of mha_lib.layers "
+        "does yet",
+    ):
+        mha_lib.MultiHeadAttention(16, 4, scale=0.5)
 
 
 def test_a_layers_sizes_live_in_its_spec_alone_and_are_read_only():

@@ -11,6 +11,7 @@ from mha_lib.course.memory import (
     peak_training_bytes,
     saved_activation_bytes,
 )
+from mha_lib.spec import NAMED_KINDS
 
 pytestmark = pytest.mark.core
 
@@ -58,7 +59,7 @@ def test_activation_model_matches_saved_tensors(
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("kind", ["chunked", "standard", "wide"])
+@pytest.mark.parametrize("kind", NAMED_KINDS)
 @pytest.mark.parametrize("num_heads", [1, 4])
 def test_every_kind_keeps_what_its_spec_says(kind, num_heads, device):
     spec = mha_lib.AttentionSpec.named(kind, 64, num_heads)

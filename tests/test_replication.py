@@ -165,11 +165,12 @@ def test_the_library_reads_no_environment_variable_but_the_device():
         read |= set(re.findall(r"\bMHA_[A-Z_]+", text))
         for call in re.findall(r"os\.(?:environ|getenv)[^\n]*", text):
             # besides the override, only the setting cuBLAS needs for
-            # deterministic kernels, written, never read
-            written = 'os.environ["CUBLAS_WORKSPACE_CONFIG"] = '
-            assert "MHA_DEVICE" in call or call.startswith(written), (
-                f"{module}: {call}"
-            )
+            # deterministic kernels: written by seed_everything, and read by
+            # restored_settings only to be put back as it was
+            cublas = "CUBLAS_WORKSPACE_CONFIG" in call
+            assert "MHA_DEVICE" in call or (
+                cublas and module.name == "runtime.py"
+            ), f"{module}: {call}"
     assert read == {"MHA_DEVICE"}
 
 

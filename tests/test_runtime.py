@@ -1,6 +1,7 @@
 """Device choice and seeding."""
 
 import contextlib
+import os
 
 import numpy
 import pytest
@@ -22,13 +23,52 @@ def test_seed_everything_repeats_random_draws_and_checks_its_argument():
 
 
 def test_deterministic_mode_is_opt_in():
-    try:
+    with mha_lib.restored_settings():
         mha_lib.seed_everything(0)
         assert not torch.are_deterministic_algorithms_enabled()
         mha_lib.seed_everything(0, deterministic=True)
         assert torch.are_deterministic_algorithms_enabled()
-    finally:
-        torch.use_deterministic_algorithms(False)
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+def process_settings():
+    """The process-wide settings the course's helpers may change."""
+    cudnn = torch.backends.cudnn
+    return dict(
+        matmul_tf32=torch.backends.cuda.matmul.allow_tf32,
+        cudnn=(cudnn.allow_tf32, cudnn.benchmark, cudnn.deterministic),
+        deterministic=torch.are_deterministic_algorithms_enabled(),
+        warn_only=torch.is_deterministic_algorithms_warn_only_enabled(),
+        workspace=os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+    )
+
+
+@pytest.mark.parametrize("workspace", [None, ":16:8"])
+def test_restored_settings_undo_what_the_helpers_change(
+    monkeypatch, workspace
+):
+    """A user's own settings (TF32 on, cuDNN benchmarking, their own cuBLAS
+    workspace or none) come back after pick_device on CUDA and
+    seed_everything(deterministic=True), even when the code inside fails."""
+    monkeypatch.delenv("MHA_DEVICE", raising=False)
+    if workspace is None:
+        monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    else:
+        monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", workspace)
+    with pretend_cuda(), mha_lib.restored_settings():
+        torch.backends.cudnn.benchmark = True
+        before = process_settings()
+        assert before["matmul_tf32"] and before["cudnn"][:2] == (True, True)
+        with pytest.raises(RuntimeError, match="inside"):
+            with mha_lib.restored_settings():
+                mha_lib.pick_device("cuda")
+                mha_lib.seed_everything(0, deterministic=True)
+                changed = process_settings()
+                raise RuntimeError("a failure inside")
+        assert changed != before, "the helpers changed nothing to restore"
+        assert not changed["matmul_tf32"] and changed["deterministic"]
+        assert changed["workspace"] == ":4096:8"
+        assert process_settings() == before
 
 
 def test_pick_device_honours_the_environment(monkeypatch):

@@ -3,10 +3,12 @@ from one place."""
 
 import ast
 import math
+import re
 from pathlib import Path
 
 import numpy
 import pytest
+from support import LAYERS, named_specs
 
 import mha_lib
 from mha_lib import spec as spec_module
@@ -63,6 +65,11 @@ pytestmark = pytest.mark.core
             lambda: AttentionSpec(16, 4, chunked=1),
             TypeError,
             "chunked must be True or False",
+        ),
+        (
+            lambda: AttentionSpec(16, 4, bias="False"),
+            TypeError,
+            "bias must be True or False, got 'False'",
         ),
         (
             lambda: AttentionSpec(16, 4, scale=-1.0),
@@ -126,16 +133,62 @@ def test_kind_and_label(spec, kind, label):
     assert (spec.kind, spec.label) == (kind, label)
 
 
-@pytest.mark.parametrize("kind", ["chunked", "standard", "wide"])
+@pytest.mark.parametrize("kind", spec_module.NAMED_KINDS)
 def test_named_kinds_build_modules_whose_costs_come_from_the_spec(kind):
-    spec = AttentionSpec.named(kind, 32, 4)
-    assert spec.kind == kind
-    layer = mha_lib.layer_for(spec)
-    assert layer.spec == spec, (
-        "the module keeps the description it was built from"
-    )
-    assert mha_lib.count_trainable(layer) == spec.parameter_count()
+    """Every row of NAMED_KINDS, plain and with each option a kind may add:
+    recognised, built by layer_for, counted as the module counts."""
+    for spec in named_specs(kind):
+        if spec.num_heads > 1:  # one head: standard and wide are one
+            assert spec.kind == kind and spec.label.startswith(kind)
+        layer = mha_lib.layer_for(spec)
+        assert layer.spec is spec, (
+            "the module keeps the description it was built from"
+        )
+        assert mha_lib.count_trainable(layer) == spec.parameter_count(), (
+            f"the formula miscounts {spec.label}"
+        )
     assert AttentionSpec.named("sized", 32, 4, head_dim=16).head_dim == 16
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.__name__)
+@pytest.mark.parametrize("kind", spec_module.NAMED_KINDS)
+def test_every_layer_builds_each_named_kind_or_refuses_it(kind, layer):
+    """Every layer of mha_lib.layers, given a spec of any named kind, builds
+    it (the parameters the spec counts) or refuses it, naming the field it
+    lacks or saying it builds another kind: a field a new kind adds is
+    never dropped without a word."""
+    name = layer.__name__
+    for spec in named_specs(kind):
+        lacks = set(spec.changes) - set(layer.implements)
+        try:
+            built = layer(spec)
+        except ValueError as error:
+            expected = (  # a field it lacks, else a field it sets itself
+                f"{name} does not implement ({'|'.join(lacks)})="
+                if lacks
+                else f"not what {name} builds"
+            )
+            assert re.search(expected, str(error)), error
+            continue
+        assert not lacks, f"{name} built {spec.sizes} without {lacks}"
+        assert built.spec is spec
+        assert mha_lib.count_trainable(built) == spec.parameter_count()
+
+
+def test_a_spec_names_its_changes_in_its_sizes_and_label():
+    """``sizes``, the repr and the label come from the fields: any field
+    not at its default shows, a new one included."""
+    spec = AttentionSpec(32, 8, head_dim=32, bias=False, dropout=0.1)
+    assert spec.changes == dict(head_dim=32, bias=False, dropout=0.1)
+    assert spec.sizes == (
+        "d_model=32, num_heads=8, head_dim=32, bias=False, dropout=0.1"
+    )
+    assert spec.label == "wide 8 x 32, no bias, dropout 0.1"
+    assert AttentionSpec(32, 8).sizes == "d_model=32, num_heads=8"
+    assert AttentionSpec(32, 8, chunked=True).changes == dict(chunked=True)
+    assert AttentionSpec(10, 3, head_dim=4).changes == dict(head_dim=4)
+    layer = mha_lib.MultiHeadAttention(32, 8, num_kv_heads=2, scale=0.5)
+    assert "num_kv_heads=2, scale=0.5" in repr(layer)
 
 
 def test_defaults_are_filled_in_so_equal_layers_compare_equal():

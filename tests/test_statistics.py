@@ -241,3 +241,70 @@ def test_diverged_counts_the_runs_whose_loss_is_no_finite_number():
 
     assert diverged([0.5, float("nan"), None, float("inf"), 2, -1.0]) == 3
     assert diverged([]) == 0
+
+
+def test_best_rate_reads_none_as_diverged_and_refuses_all_diverged():
+    """``None`` is what a results file stores for a diverged run: ranked
+    like NaN. Where every run diverged there is nothing to choose from."""
+    assert best_rate({1e-3: [0.3, 0.2], 3e-3: [None, 0.01]}) == 1e-3
+    assert best_rate({1e-3: [None, 0.2], 3e-3: [NAN, None]}) == 1e-3
+    for losses in ([NAN, INF], [None, None], [-INF, NAN]):
+        for solved_below in (None, 0.5):
+            with pytest.raises(
+                ValueError,
+                match=r"every run diverged at every rate \(\[0.001, 0.003\]"
+                r"\): no rate to choose",
+            ):
+                best_rate({1e-3: losses, 3e-3: [NAN]}, solved_below)
+    with pytest.raises(
+        TypeError, match=r"rate 0.001: a loss must be a number, or None"
+    ):
+        best_rate({1e-3: ["0.3"]})
+
+
+def test_fisher_and_smallest_resolvable_refuse_what_is_not_a_count():
+    for bad in (2.5, NAN, True):
+        with pytest.raises(TypeError, match="first must be a whole number"):
+            fisher_one_sided(bad, 10, 1, 10)
+        with pytest.raises(TypeError, match="count must be a whole number"):
+            smallest_resolvable(bad, 10)
+    with pytest.raises(ValueError, match="need 0 <= count <= total"):
+        smallest_resolvable(11, 10)
+    with pytest.raises(TypeError, match="second_total must be a whole"):
+        fisher_one_sided(3, 10, 1, 10.0)
+    for level in (NAN, 0, 1.5, -0.05):
+        with pytest.raises(
+            ValueError, match=r"level must be a probability in \(0, 1\)"
+        ):
+            smallest_resolvable(0, 20, level=level)
+
+
+def test_sequences_of_scores_are_one_dimensional():
+    """A table is not one long row: rank_correlation and the intervals
+    refuse it instead of flattening it."""
+    table = [[1.0, 2.0, 3.0], [4.0, 6.0, 5.0]]
+    row = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    with pytest.raises(
+        ValueError,
+        match=r"a must be one sequence of numbers "
+        r"\(1-D\), got shape \(2, 3\)",
+    ):
+        rank_correlation(table, row)
+    with pytest.raises(ValueError, match="second must be one sequence"):
+        paired_t_interval(row, table)
+    with pytest.raises(ValueError, match="first must be one sequence"):
+        paired_bootstrap(table, row, range(6))
+
+
+def test_paired_bootstrap_refuses_nan_group_ids():
+    scores = torch.tensor([1.0, 0.0, 1.0, 1.0])
+    with pytest.raises(
+        ValueError, match=r"groups must name each item's group .* items \[2\]"
+    ):
+        paired_bootstrap(scores, scores.flip(0), [0.0, 1.0, NAN, 1.0])
+    with pytest.raises(
+        ValueError,
+        match=r"one entry per item, got shapes "
+        r"\(4,\), \(4,\), \(2, 2\)",
+    ):
+        paired_bootstrap(scores, scores, [[0, 0], [1, 1]])

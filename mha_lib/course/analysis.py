@@ -3,6 +3,8 @@ alike heads are."""
 
 import torch
 
+from ..checks import check_tensor
+
 
 def relative_difference(output, reference):
     """``||output - reference|| / ||reference||`` as a float (Frobenius norms
@@ -116,6 +118,13 @@ def offset_profile(weights, first=0):
     k]`` averages head i's weight on key ``t - k`` over queries ``t >=
     max(first, k)`` and the batch.
     """
+    check_tensor("weights", weights)
+    if weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
+        hint = "; add a batch axis with .unsqueeze(0)" * (weights.dim() == 3)
+        raise ValueError(
+            "weights must have shape (batch, heads, n, n), got "
+            f"{tuple(weights.shape)}{hint}"
+        )
     batch, heads, n, _ = weights.shape
     profile = torch.zeros(heads, n, device=weights.device)
     for k in range(n):

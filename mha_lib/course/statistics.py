@@ -12,10 +12,17 @@ import torch
 
 
 def finite(name, values):
-    """``values`` as a flat float64 tensor, refused (``ValueError`` naming
-    ``name`` and the values) where one is NaN or infinite: a diverged run is
-    no number to take a mean, a median or an interval of."""
-    values = torch.as_tensor(values, dtype=torch.float64).flatten()
+    """``values``, one sequence of numbers, as a 1-D float64 tensor; refused
+    (``ValueError`` naming ``name`` and the values) where it has another
+    shape (a table would be read as one long row) or a value is NaN or
+    infinite: a diverged run is no number to take a mean, a median or an
+    interval of."""
+    values = torch.as_tensor(values, dtype=torch.float64)
+    if values.dim() != 1:
+        raise ValueError(
+            f"{name} must be one sequence of numbers (1-D), got shape "
+            f"{tuple(values.shape)}"
+        )
     if not torch.isfinite(values).all():
         shown = values.tolist()
         shown = shown if len(shown) <= 8 else [*shown[:8], "..."]
@@ -85,9 +92,18 @@ def paired_bootstrap(
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     first, second = finite("first", first), finite("second", second)
-    groups = torch.as_tensor(groups).flatten()
+    groups = torch.as_tensor(groups)
     if not first.shape == second.shape == groups.shape:
-        raise ValueError("first, second and groups need one entry per item")
+        raise ValueError(
+            "first, second and groups need one entry per item, got shapes "
+            f"{tuple(first.shape)}, {tuple(second.shape)}, "
+            f"{tuple(groups.shape)}"
+        )
+    if groups.is_floating_point() and groups.isnan().any():
+        raise ValueError(
+            "groups must name each item's group (an id per item), got NaN "
+            f"for items {groups.isnan().nonzero().flatten().tolist()[:8]}"
+        )
     _, groups = torch.unique(groups, return_inverse=True)
     count = int(groups.max()) + 1
     per_group = [
@@ -171,10 +187,7 @@ def wilson_interval(successes, trials, z=1.96):
     high)``. Sensible at 0 and at ``trials`` successes, unlike the normal
     approximation."""
     for name, count in (("successes", successes), ("trials", trials)):
-        if isinstance(count, bool) or not isinstance(count, numbers.Integral):
-            raise TypeError(
-                f"{name} must be a whole number of seeds, got {count!r}"
-            )
+        whole_number(name, count)
     if trials <= 0 or not 0 <= successes <= trials:
         raise ValueError(
             "need 0 <= successes <= trials and trials > 0, got "
@@ -192,6 +205,44 @@ def wilson_interval(successes, trials, z=1.96):
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def whole_number(name, count):
+    """Raise ``TypeError`` unless ``count`` is an integer (NumPy's too, not
+    ``bool``): a number of seeds or successes."""
+    if isinstance(count, bool) or not isinstance(count, numbers.Integral):
+        raise TypeError(
+            f"{name} must be a whole number of seeds, got {count!r}"
+        )
+    return count
+
+
+def share_of_seeds(name, count, total_name, total):
+    """Raise unless ``count`` of ``total`` seeds is a share: whole numbers,
+    ``0 <= count <= total`` and ``total > 0``."""
+    whole_number(name, count)
+    whole_number(total_name, total)
+    if not 0 <= count <= total or total <= 0:
+        raise ValueError(
+            f"{name}: need 0 <= {name} <= {total_name} and {total_name} > 0, "
+            f"got {count} of {total}"
+        )
+
+
+def ranked_loss(rate, loss):
+    """One seed's final loss as :func:`best_rate` ranks it: a NaN, an
+    infinity or ``None`` (what a results file stores for a diverged run) is
+    a diverged run, ranked as ``inf``."""
+    if loss is None:
+        return math.inf
+    if isinstance(loss, bool) or not isinstance(
+        loss, (numbers.Real, torch.Tensor)
+    ):
+        raise TypeError(
+            f"rate {rate}: a loss must be a number, or None for a diverged "
+            f"run, got {type(loss).__name__} ({loss!r})"
+        )
+    return float(loss) if math.isfinite(loss) else math.inf
+
+
 def best_rate(losses_by_rate, solved_below=None):
     """The learning rate whose runs solved the most seeds (a final loss below
     ``solved_below``), ties broken by the lowest median loss; without
@@ -202,8 +253,10 @@ def best_rate(losses_by_rate, solved_below=None):
     seeds first keeps a rate that solves some seeds from losing to one whose
     median sits lower on a plateau; a median over several tuning seeds is less
     at the mercy of one seed's luck than one seed's best. A seed whose loss
-    is NaN or infinite diverged: it counts as the worst loss (never solved),
-    so a rate that diverges ranks below every rate that does not.
+    is NaN, infinite or ``None`` (as results files store it) diverged: it
+    counts as the worst loss (never solved), so a rate that diverges ranks
+    below every rate that does not. Where every seed diverged at every rate
+    there is no rate to choose: ``ValueError``.
     """
     if not losses_by_rate:
         raise ValueError("losses_by_rate is empty: no rate to choose")
@@ -212,34 +265,34 @@ def best_rate(losses_by_rate, solved_below=None):
             f"solved_below must be a finite loss, got {solved_below}"
         )
 
-    def rank(rate):
-        losses = [
-            loss if math.isfinite(loss) else math.inf
-            for loss in losses_by_rate[rate]
-        ]
-        if not losses:
+    losses = {
+        rate: [ranked_loss(rate, loss) for loss in runs]
+        for rate, runs in losses_by_rate.items()
+    }
+    for rate, runs in losses.items():
+        if not runs:
             raise ValueError(f"rate {rate} has no losses to rank it by")
-        if solved_below is None:
-            return statistics.median(losses)
-        solved = sum(loss < solved_below for loss in losses)
-        return -solved, statistics.median(losses)
+    if all(loss == math.inf for runs in losses.values() for loss in runs):
+        raise ValueError(
+            f"every run diverged at every rate ({sorted(losses)}): no rate "
+            "to choose; try lower rates"
+        )
 
-    return min(losses_by_rate, key=rank)
+    def rank(rate):
+        if solved_below is None:
+            return statistics.median(losses[rate])
+        solved = sum(loss < solved_below for loss in losses[rate])
+        return -solved, statistics.median(losses[rate])
+
+    return min(losses, key=rank)
 
 
 def fisher_one_sided(first, first_total, second, second_total):
     """One-sided Fisher exact test that the first group's rate is higher:
     the probability of ``first`` or more successes in the first group if
     both groups had the same rate (hypergeometric tail)."""
-    for name, count, total in (
-        ("first", first, first_total),
-        ("second", second, second_total),
-    ):
-        if not 0 <= count <= total or total <= 0:
-            raise ValueError(
-                f"{name}: need 0 <= successes <= trials and trials > 0, got "
-                f"{count} of {total}"
-            )
+    share_of_seeds("first", first, "first_total", first_total)
+    share_of_seeds("second", second, "second_total", second_total)
     successes, everyone = first + second, first_total + second_total
     tail = sum(
         math.comb(successes, k)
@@ -253,6 +306,12 @@ def smallest_resolvable(count, total, level=0.05):
     """The fewest successes out of ``total`` that a second group would need
     for a one-sided Fisher test to tell it above ``count`` of ``total`` at
     ``level``; None where no count would: what these seeds can resolve."""
+    share_of_seeds("count", count, "total", total)
+    if not 0 < level < 1:  # NaN too
+        raise ValueError(
+            f"level must be a probability in (0, 1), such as 0.05, got "
+            f"{level!r}"
+        )
     return next(
         (
             better
