@@ -8,13 +8,15 @@ checked again on new seeds.
 
 runs each chapter's own notebook twice, on its own seeds and on ``--seeds``,
 and prints one line per claim: the claim, its value on the chapter's seeds, its
-value on the new seeds, and ``held``, ``not refuted`` or ``FAILED``; the claims
-without a value to show (a theorem, an identity, a bare comparison) come apart,
-after the others. Fewer than 10 seeds can refute a claim on a share of seeds
-("at least 70 % of seeds"), not establish it: such a claim that passes on them
-is ``not refuted``, not ``held``. It exits with status 1 if any claim failed on
-either. It runs on this checkout's ``mha_lib`` (``scripts/checkout.py``), its
-kernels too, on one CPU thread unless ``--threads N`` says otherwise.
+value on the new seeds, and ``held``, ``not refuted`` or ``FAILED``, by the one
+rule it prints after them (``mha_lib.course.replication.RULE``): FAILED where
+the new seeds' evidence goes against the claim, held where they establish it,
+not refuted where they cannot resolve it either way. The claims without a
+value to show (a theorem, an identity, a bare comparison) come apart, after
+the others. It exits with status 1 if a claim FAILED, on the new seeds or on
+the chapter's, and 0 otherwise. It runs on this checkout's ``mha_lib``
+(``scripts/checkout.py``), its kernels too, on one CPU thread unless
+``--threads N`` says otherwise.
 
 Chapter 4 trains its models in the notebook, so the new seeds go to it as
 ``SEEDS``. Chapter 5 reads its long runs from
@@ -48,6 +50,7 @@ import argparse
 import json
 import sys
 import tempfile
+import textwrap
 import time
 from collections import Counter
 from pathlib import Path
@@ -59,7 +62,7 @@ from nbclient import NotebookClient
 import mha_lib
 from mha_lib.course import results
 from mha_lib.course.figure_editions import MIME
-from mha_lib.course.replication import outcome, parse_seeds
+from mha_lib.course.replication import RULE, outcome, parse_seeds
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -214,16 +217,28 @@ def compare(chapter, own, new):
             "held_on_chapter_seeds": a["held"],
             "held": b["held"],
             "established": b.get("established", True),
+            "refuted": b.get("refuted", not b["held"]),
         }
         for a, b in zip(own, new)
     ]
 
 
+def judgement(row, only_new=False):
+    """What a run said of one claim: :func:`outcome` on the new seeds, or
+    ``failed`` where the claim failed on the chapter's own seeds too (not
+    run with ``only_new``)."""
+    if not (row["held_on_chapter_seeds"] or only_new):
+        return "failed"
+    return outcome(row)
+
+
 def report_rows(rows, only_new=False):
     """Print one line per claim: its value on the chapter's seeds and on the
-    new ones, and what the new seeds said (:func:`outcome`: ``held``, ``not
-    refuted`` where too few seeds could only refute it, or ``FAILED``); the
-    claims without a value to show come apart, after the others."""
+    new ones (an interval with its level and the smallest difference its new
+    seeds could resolve), and what the new seeds said by :data:`RULE`
+    (:func:`outcome`: ``held``, ``not refuted`` or ``FAILED``); the claims
+    without a value to show come apart, after the others; then the rule, and
+    the count of each word. Returns the count."""
     width = max(len(row["claim"]) for row in rows)
     valued = [row for row in rows if row["new_seeds"] is not None]
     bare = [row for row in rows if row["new_seeds"] is None]
@@ -241,10 +256,19 @@ def report_rows(rows, only_new=False):
                 "—" if row[key] is None else row[key]  # no value
                 for key in ("chapter_seeds", "new_seeds")
             )
+            if row.get("resolution"):  # an interval's level, what it resolves
+                new += f" [{row['resolution']}]"
             print(
                 f"Ch {row['chapter']}  {row['claim']:{width}s} | "
                 f"{own} | {new} | {verdict}"
             )
+    print(textwrap.fill(RULE, 79))
+    counts = Counter(judgement(row, only_new) for row in rows)
+    print(
+        f"{counts['held']} held, {counts['not refuted']} not refuted, "
+        f"{counts['failed']} failed"
+    )
+    return counts
 
 
 def main():
@@ -290,17 +314,7 @@ def main():
         new = run_chapter(CHAPTERS[chapter], parameters)
         own = None if args.only_new else run_chapter(CHAPTERS[chapter], {})
         rows += compare(chapter, own, new)
-    report_rows(rows, args.only_new)
-    failed = [
-        r for r in rows if not (r["held"] and r["held_on_chapter_seeds"])
-    ]
-    if args.only_new:  # the chapter's own seeds were not run
-        failed = [r for r in rows if not r["held"]]
-    counts = Counter(outcome(row) for row in rows if row not in failed)
-    print(
-        f"{counts['held']} held, {counts['not refuted']} not refuted (too "
-        f"few seeds to establish them), {len(failed)} failed"
-    )
+    failed = report_rows(rows, args.only_new)["failed"]
     if args.store and 7 in chapters:
         results.save(
             ch7_replication.stored_name(seeds),
@@ -328,7 +342,7 @@ def main():
         results.save(
             "replication", data, device=device, seconds=time.time() - begun
         )
-    return 1 if failed else 0
+    return 1 if failed else 0  # FAILED, and only FAILED
 
 
 if __name__ == "__main__":

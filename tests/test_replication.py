@@ -56,6 +56,53 @@ def test_a_share_claim_on_few_seeds_is_not_refuted_rather_than_held():
     assert replication.outcome({"held": True}) == "held"
 
 
+def test_one_rule_reads_every_kind_of_claim():
+    """FAILED where the evidence goes against a claim, held where enough
+    seeds establish it, not refuted where they cannot tell: for shares on
+    any number of seeds, for verdicts, and for claims without an
+    interval."""
+    from mha_lib.course.report import Claims
+
+    enough = replication.FEW
+    # a share: all but two of FEW seeds misses "at least 90 %" but its
+    # interval reaches it; none of them is ruled out by it
+    near, none = Share(enough - 2, enough), Share(0, enough)
+    assert near.interval[1] >= 0.9 > near.fraction
+    claims = Claims(keep_going=True)
+    claims.check(Share(enough, enough).at_least(0.9), "established")
+    claims.check(near.at_least(0.9), "unresolved")
+    claims.check(none.at_least(0.9), "ruled out")
+    claims.check(Share(1, 2).at_least(0.9), "too few seeds")
+    claims.check(near.at_least(0.1) and 1 > 2, "a false comparison")
+    claims.check(1 < 2, "a true comparison")
+    assert [replication.outcome(row) for row in claims.log] == [
+        "held",
+        "not refuted",
+        "failed",
+        "not refuted",
+        "failed",
+        "held",
+    ]
+    assert not claims.log[1]["held"], "the chapter's own test still fails"
+    # a verdict: its interval on the stated side, on the other, on zero
+    assert [
+        replication.verdict_outcome("worse", found)
+        for found in ("worse", "better", "not resolved")
+    ] == ["held", "failed", "not refuted"]
+    with pytest.raises(ValueError, match="worse or better"):
+        replication.verdict_outcome("not resolved", "worse")
+    # the rule says each word once, and where its seed count comes from
+    for word in ("FAILED", "held", "not refuted", f"{enough} seeds"):
+        assert replication.RULE.count(word) == 1, word
+
+
+def test_the_rules_seed_count_is_the_fewest_a_chapter_states_shares_on():
+    from mha_lib.course import results
+
+    settings = results.load("ch5_experiment")["data"]["settings"]
+    assert replication.FEW == len(settings["reported_seeds"])
+
+
 def test_the_claims_without_a_value_are_listed_apart():
     rows = _stored_rows(4)
     table = replication.replication_table(4, [row["claim"] for row in rows])
@@ -264,3 +311,153 @@ def test_chapter_7s_replications_store_the_scores_behind_their_verdicts(
         )
         assert detail == row["new_seeds"], (name, reference)
     assert not list(results.FOLDER.glob("replication-ch7-*.partial.json"))
+
+
+FEW_STEPS = 2  # of training, for a replication run in a test
+FEW_WINDOWS = 8  # of held-out text, to score it
+
+
+def _replicate_chapter_7(monkeypatch, tmp_path, seeds, curves=None):
+    """``scripts/replicate.py --seeds <seeds> --chapters 7`` in this
+    process, its parts kept in ``tmp_path``: the variants trained
+    :data:`FEW_STEPS` steps (their schedule's warm-up cut to fit) and scored
+    on :data:`FEW_WINDOWS` held-out windows, or their runs from ``curves``
+    (the signature of ``ch7_experiment.curves``) where given. Returns its
+    exit status and its lines."""
+    import contextlib
+    import io
+    import os
+
+    for name in ("PYTHONPATH", "OMP_NUM_THREADS"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    import ch7_replication
+    import replicate
+
+    from mha_lib.course import language_training, results
+
+    monkeypatch.setattr(results, "FOLDER", tmp_path)
+    monkeypatch.setattr(ch7_replication, "STEPS", FEW_STEPS)
+    schedule = language_training.warmup_cosine
+    windows = ch7_replication.windows
+    monkeypatch.setattr(
+        language_training,
+        "warmup_cosine",
+        lambda steps, warmup: schedule(steps, min(warmup, steps - 1)),
+    )
+    monkeypatch.setattr(
+        ch7_replication,
+        "windows",
+        lambda ids, size: [part[:FEW_WINDOWS] for part in windows(ids, size)],
+    )
+    if curves is not None:
+        monkeypatch.setattr(ch7_replication, "curves", curves)
+    monkeypatch.setattr(
+        sys, "argv", ["replicate.py", "--seeds", seeds, "--chapters", "7"]
+    )
+    printed = io.StringIO()
+    threads = torch.get_num_threads()
+    try:
+        with contextlib.redirect_stdout(printed):
+            status = replicate.main()
+    finally:
+        torch.set_num_threads(threads)
+    return status, printed.getvalue().splitlines()
+
+
+def test_chapter_7_replicates_on_seeds_nobody_stored(monkeypatch, tmp_path):
+    """Seeds with no stored replication train their variants (a few steps
+    here, through the same code) instead of stopping at the file that is
+    not there; every central pair gets a line with its interval, its level
+    and what its seeds could resolve, and the last line counts the three
+    words, whose FAILED alone sets the exit status."""
+    status, lines = _replicate_chapter_7(monkeypatch, tmp_path, "7801-7802")
+    import ch7_replication
+
+    rows = [line for line in lines if line.startswith("Ch 7 ")]
+    assert len(rows) == len(ch7_replication.CENTRAL)
+    assert all("2 seeds resolve a difference beyond ±" in r for r in rows)
+    held, open_, failed = (
+        int(count.split()[0]) for count in lines[-1].split(", ")
+    )
+    assert lines[-1].endswith(" failed") and "not refuted" in lines[-1]
+    assert held + open_ + failed == len(rows)
+    assert failed == sum(row.endswith("| FAILED") for row in rows)
+    assert status == (1 if failed else 0)
+    parts = ch7_replication.parts_of([7801, 7802])
+    assert parts.path.parent == tmp_path and parts.done, "its parts, kept"
+
+
+# planted final scores, (seed 1, seed 2) above 2 bits, for each variant of
+# the central pairs: against standard 8 x 8, one head of 64 ends worse on
+# both seeds (held), 32 heads of 2 worse on one and better on the other
+# (not refuted); values of 2 worse on both, or, reversed, better on both
+PLANTED = {
+    "standard 8 x 8": (0.0, 0.0),
+    "standard 1 x 64": (0.10, 0.101),
+    "standard 32 x 2": (0.10, -0.05),
+    "queries/keys 8, values 2": (0.10, 0.102),
+    "wide 8 x 64": (-0.05, -0.051),  # better than 8 x 8: held
+    "sized 8 x 16": (0.0, 0.0),
+    "wide 2 x 64": (0.05, 0.051),  # worse than sized 8 x 16: held
+    "d_model 128": (-0.10, -0.10),  # wide 8 x 64 worse: held
+    "sized 32 x 16": (-0.10, -0.10),  # wide 8 x 64 worse: held
+}
+
+
+def planted(reversed_pair=None):
+    """A stand-in for ``ch7_experiment.curves`` that returns the runs of
+    :data:`PLANTED`, the scores of ``reversed_pair``'s variant turned to
+    the other side of its reference."""
+
+    def curves(corpus, validation, name, seeds, rates, device, steps):
+        offsets = PLANTED[name]
+        if name == reversed_pair:
+            offsets = tuple(-offset for offset in offsets)
+        return [
+            {"seed": seed, "lr": lr, "steps": [steps], "held_out": [2 + d]}
+            for seed, lr, d in zip(seeds, rates, offsets)
+        ]
+
+    return curves
+
+
+@pytest.mark.parametrize("reversal", [None, "queries/keys 8, values 2"])
+def test_each_word_of_the_rule_on_two_planted_seeds(
+    monkeypatch, tmp_path, reversal
+):
+    """Two seeds nobody stored, their scores planted: an interval on the
+    chapter's side of zero is held, one that holds zero is not refuted
+    (exit 0), one on the other side FAILED (exit 1); each line says the
+    smallest difference its two seeds could resolve, the half-width of its
+    interval."""
+    import re
+
+    status, lines = _replicate_chapter_7(
+        monkeypatch, tmp_path, "7801-7802", planted(reversal)
+    )
+    import ch7_replication
+
+    words = {}
+    for line in lines:
+        if line.startswith("Ch 7 "):
+            claim, _, new, word = line.split(" | ")
+            words[claim[len("Ch 7 ") :].split(":")[0].strip()] = word
+            low, high = map(float, re.findall(r"[+-]\d\.\d+", new)[1:3])
+            (half,) = re.findall(r"beyond ±(\d\.\d+)", new)
+            assert abs(float(half) - (high - low) / 2) <= 1e-3, line
+            assert "at 95 %, each pair alone, 2 seeds" in new
+    first, second, third = (
+        f"{name} against {reference}"
+        for name, reference in ch7_replication.CENTRAL[:3]
+    )
+    assert words.pop(first) == "held"
+    assert words.pop(second) == "not refuted"
+    assert words.pop(third) == ("FAILED" if reversal else "held")
+    assert set(words.values()) == {"held"}
+    failed = 1 if reversal else 0
+    assert lines[-1] == (
+        f"{len(words) + 2 - failed} held, 1 not refuted, {failed} failed"
+    )
+    assert status == failed
+    assert "On new seeds a claim is FAILED where" in "\n".join(lines)

@@ -145,6 +145,25 @@ def test_a_resealed_file_is_refused_in_every_mode(tmp_path):
             results.load("run", folder=tmp_path, sha256=wrong)
 
 
+def test_a_missing_file_is_none_stored_yet_an_unvouched_one_is_refused(
+    tmp_path,
+):
+    """A run on seeds nobody stored asks for a file that is not there:
+    ``FileNotFoundError``, whether or not a digest is known for its name;
+    a file that is there with no digest to check it against is refused."""
+    name = "ch7_replication-7801-7802"
+    for folder in (None, tmp_path):
+        with pytest.raises(FileNotFoundError, match=name) as error:
+            results.load(name, folder)
+        assert "--chapters 7 --seeds 7801-7802 --store" in str(error.value)
+    with pytest.raises(FileNotFoundError):
+        results.load("run", folder=tmp_path, sha256="0" * 64)
+    saved(tmp_path)
+    with pytest.raises(ValueError, match="no SHA-256") as error:
+        results.load("run", folder=tmp_path)
+    assert not isinstance(error.value, FileNotFoundError)
+
+
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_a_file_holding_nan_or_infinity_is_damaged(tmp_path, value):
     path = saved(tmp_path)

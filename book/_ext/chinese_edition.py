@@ -269,7 +269,8 @@ class TableWordsTranslated(SphinxTransform):
                     text.parent.replace(text, new)
 
 
-# a value's mark: its claim held, was not refuted (too few seeds), or failed
+# a value's mark: its claim held, was not refuted (its seeds could not
+# resolve it), or failed
 MARKS = (" ✓", " ○", " ✗")
 PARTS = re.compile(r"( / |; )")  # the parts of a cell that holds several
 

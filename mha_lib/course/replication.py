@@ -25,9 +25,25 @@ from . import report, results
 from .statistics import paired_t_interval, wilson_interval
 
 MOST_SEEDS = 1000  # more would be days of training, most likely a typo
-FEW = 10  # fewer seeds than this can refute a share, not establish it
+# Fewer seeds than this can refute a share, not establish it. Ten is the
+# fewest seeds on which a chapter states its shares (Chapter 5 reports seeds
+# 10 to 19; Chapter 4, 20): a replication establishes a share by the
+# chapter's own test on no fewer seeds than the chapter itself used.
+FEW = 10
 # a verdict on paired scores is judged alone at this level (see paired_verdict)
 VERDICT_CONFIDENCE = 0.95
+
+# what new seeds can say of a claim, the one rule of every replication
+RULE = (
+    "On new seeds a claim is FAILED where their evidence goes against it: a "
+    "verdict's interval lies wholly on the other side of zero, a share's "
+    "95 % interval misses its bound, a claim without an interval is false. "
+    "It is held where they establish it: a verdict's interval lies wholly "
+    "on its side of zero (an interval widens as seeds get fewer), a share "
+    f"reaches its bound on at least {FEW} seeds (the fewest on which a "
+    "chapter states its shares), a claim without an interval is true. "
+    "Otherwise it is not refuted: the seeds could not resolve it either way."
+)
 
 
 def parse_seeds(text):
@@ -103,23 +119,35 @@ class Share:
         """Whether these seeds bear out "the rate is at least ``fraction``":
         the observed share reaches it. Fewer than :data:`FEW` seeds can
         refute such a claim but not establish it: then it is enough that the
-        interval reaches it, and the claim checked on it is recorded as not
-        refuted rather than held (:func:`report.judged_on_few_seeds`)."""
+        interval reaches it. How the bound came out is noted for the claim
+        checked on it, which a replication reads by :data:`RULE`
+        (:meth:`_judged`)."""
         _check_fraction(fraction)
-        if self.total < FEW:
-            report.judged_on_few_seeds()
-            return self.interval[1] >= fraction
-        return self.fraction >= fraction
+        return self._judged(
+            self.fraction >= fraction, self.interval[1] >= fraction
+        )
 
     def at_most(self, fraction):
         """Whether these seeds bear out "the rate is at most ``fraction``"
-        (with fewer than :data:`FEW` seeds: the interval reaches it, and the
-        claim is only not refuted)."""
+        (as :meth:`at_least` judges it, the other way up)."""
         _check_fraction(fraction)
+        return self._judged(
+            self.fraction <= fraction, self.interval[0] <= fraction
+        )
+
+    def _judged(self, reached, reachable):
+        """The test of a bound that the observed share ``reached`` and the
+        interval ``reachable``: ``reached`` on :data:`FEW` seeds or more,
+        else ``reachable``; its reading by :data:`RULE` is noted for the
+        next claim checked (:func:`report.judged_bound`)."""
+        if not reachable:
+            report.judged_bound("ruled out")
+            return False
         if self.total < FEW:
-            report.judged_on_few_seeds()
-            return self.interval[0] <= fraction
-        return self.fraction <= fraction
+            report.judged_bound("not established")
+            return True
+        report.judged_bound("established" if reached else "unresolved")
+        return reached
 
     def __str__(self):
         low, high = self.interval
@@ -157,6 +185,29 @@ def paired_verdict(first, second):
     return side_of_zero(low, high), (mean, low, high)
 
 
+def verdict_outcome(stated, found):
+    """What new seeds said of a verdict the chapter ``stated`` (``worse``
+    or ``better``) where their interval ``found`` (a word of
+    :func:`side_of_zero`), by :data:`RULE`: ``held`` on the stated side,
+    ``failed`` on the other, ``not refuted`` where it holds zero."""
+    if stated not in ("worse", "better"):
+        raise ValueError(
+            "a verdict to replicate is worse or better (the chapter's seeds "
+            f"resolved it), got {stated!r}"
+        )
+    if found == "not resolved":
+        return "not refuted"
+    return "held" if found == stated else "failed"
+
+
+def resolvable(low, high):
+    """The smallest mean difference the seeds behind a paired interval
+    ``(low, high)`` could have resolved at its level, given the spread they
+    showed: its half-width (a mean beyond it puts the interval wholly on one
+    side of zero)."""
+    return (high - low) / 2
+
+
 def side_of_zero(low, high):
     """The verdict an interval of ``first - second`` (lower is better) gives:
     ``worse`` wholly above zero, ``better`` wholly below, else ``not
@@ -174,12 +225,16 @@ OUTCOMES = {"held": "✓", "not refuted": "○", "failed": "✗"}
 
 def outcome(row):
     """What the new seeds of a replication said of one claim (a row of
-    ``scripts/replicate.py``): ``held``; ``not refuted``, where it held on a
-    bound too few seeds to establish (:meth:`Share.at_least`); or
-    ``failed``."""
-    if not row["held"]:
+    ``scripts/replicate.py``), by :data:`RULE`: ``failed`` where the row is
+    ``refuted``, ``held`` where it held and is ``established``, else ``not
+    refuted``. A row stored before it carried ``refuted`` is refuted where
+    it did not hold, and one without ``established`` was judged on enough
+    seeds."""
+    if row.get("refuted", not row["held"]):
         return "failed"
-    return "held" if row.get("established", True) else "not refuted"
+    if row["held"] and row.get("established", True):
+        return "held"
+    return "not refuted"
 
 
 def replication_table(chapter, checked, name="replication", *, level=None):
@@ -197,7 +252,8 @@ def replication_table(chapter, checked, name="replication", *, level=None):
     (:attr:`mha_lib.course.report.ClaimLog.claims`): where the stored claims
     differ, the file is stale and a ``ValueError`` says how to renew it; a
     claim that failed on the new seeds raises ``AssertionError``, naming it.
-    A claim that few new seeds could only fail to refute is marked ○, not ✓.
+    A claim its new seeds could not resolve (:data:`RULE`) is marked ○, not
+    ✓.
     """
     from IPython.display import Markdown
 

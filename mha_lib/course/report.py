@@ -41,17 +41,25 @@ def glue(name, value):
     myst_glue(name, value, display=False)
 
 
-# bounds judged since the last claim was checked on too few seeds to
-# establish them: the next claim checked rests on them (Claims.check)
-_FEW_SEED_BOUNDS = []
+# how each bound judged since the last claim was checked came out: the next
+# claim checked rests on them (Claims.check)
+_BOUNDS = []
+# what a bound on a share can say (mha_lib.course.replication.RULE)
+READINGS = ("established", "not established", "unresolved", "ruled out")
 
 
-def judged_on_few_seeds():
-    """Note that a bound ("at least 70 % of seeds") was just judged on seeds
-    that can refute it but not establish it
-    (:class:`mha_lib.course.replication.Share`): the next claim
-    :meth:`Claims.check` records is marked not established."""
-    _FEW_SEED_BOUNDS.append(True)
+def judged_bound(reading):
+    """Note how a bound ("at least 70 % of seeds") was just judged
+    (:class:`mha_lib.course.replication.Share`), one of :data:`READINGS`:
+    met on seeds enough to establish it; met on too few (``not
+    established``); missed by the observed share, though its interval still
+    reaches it (``unresolved``); or ``ruled out`` by its interval. The next
+    claim :meth:`Claims.check` records rests on them."""
+    if reading not in READINGS:
+        raise ValueError(
+            f"a bound reads as one of {READINGS}, got {reading!r}"
+        )
+    _BOUNDS.append(reading)
 
 
 class Claims:
@@ -66,10 +74,13 @@ class Claims:
     and counted in the line ("✗ 1 of 9 claims failed"), so that one run
     reports every claim: a replication sets it, in the open, through the
     chapter's parameters cell (:class:`ClaimLog`). ``log``, a list, receives
-    every claim checked as ``{"claim", "detail", "held", "established"}``:
-    ``established`` is False where the claim rests on a bound judged on too
-    few seeds to establish it (:func:`judged_on_few_seeds`), so that it held
-    only in the sense that these seeds did not refute it.
+    every claim checked as ``{"claim", "detail", "held", "established",
+    "refuted"}``, read by the rule of a replication
+    (:data:`mha_lib.course.replication.RULE`) from the bounds the claim
+    rests on (:func:`judged_bound`): ``established`` is False where one was
+    met on too few seeds to establish it; a claim that failed is
+    ``refuted`` unless it failed on a bound its seeds left unresolved (and
+    none was ruled out).
     """
 
     def __init__(self, title="Checked", *, keep_going=False, log=None):
@@ -79,8 +90,8 @@ class Claims:
 
     def check(self, condition, claim, detail=None):
         held = bool(condition)
-        established = not _FEW_SEED_BOUNDS
-        _FEW_SEED_BOUNDS.clear()
+        bounds = set(_BOUNDS)
+        _BOUNDS.clear()
         if not held and not self.keep_going:
             raise AssertionError(
                 claim if detail is None else f"{claim} ({detail})"
@@ -90,7 +101,9 @@ class Claims:
                 "claim": claim,
                 "detail": detail,
                 "held": held,
-                "established": established,
+                "established": "not established" not in bounds,
+                "refuted": not held
+                and ("ruled out" in bounds or "unresolved" not in bounds),
             }
         )
         self.results.append((claim, held))

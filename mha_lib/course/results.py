@@ -185,17 +185,19 @@ COMMANDS = {
     "ch4_models": "python3 scripts/store_models.py ch4_models",
     "replication": "python3 scripts/replicate.py --seeds 100-119 --store",
     "ch7_sized": "python3 scripts/ch7_apart.py --sized",
-    **{
-        f"ch7_replication-{seeds}": "python3 scripts/replicate.py "
-        f"--chapters 7 --seeds {seeds} --store"
-        for seeds in ("200-209", "300-309")
-    },
 }
 
 
 def command_of(name):
     """The command that writes results file ``name`` again (from this code,
-    never from the file)."""
+    never from the file); Chapter 7's replication on seeds A to B,
+    ``ch7_replication-A-B``, is named by its seeds."""
+    seeds = re.fullmatch(r"ch7_replication-(\d+-\d+)", name)
+    if seeds:
+        return (
+            "python3 scripts/replicate.py --chapters 7 --seeds "
+            f"{seeds[1]} --store"
+        )
     return COMMANDS.get(name, f"python3 scripts/{name}.py")
 
 
@@ -275,13 +277,25 @@ def load(name, folder=None, *, sha256=None):
     chapter), or else the one :data:`SHIPPED` holds for ``name``. Raises
     :class:`DamagedResults`, naming the file and how to get a clean one, when
     the file is not valid JSON, holds NaN or infinity, carries no hash, or
-    its content does not match; ``ValueError`` where no digest is known. The
-    message is this code's own text: nothing read from the file is repeated.
+    its content does not match; ``ValueError`` where no digest is known;
+    ``FileNotFoundError`` where there is no such file, whatever its digest
+    (a run on seeds nobody stored asks for one). The message is this code's
+    own text: nothing read from the file is repeated.
     """
     if not isinstance(name, str) or not re.fullmatch(r"[\w.-]+", name):
         raise ValueError(
             f"name must be a results file's name such as 'ch5_experiment', "
             f"got {name!r}"
+        )
+    if folder is None:
+        path = resources.files(__package__) / "results" / f"{name}.json"
+        shown = f"mha_lib/course/results/{name}.json"
+    else:
+        path = Path(folder) / f"{name}.json"
+        shown = str(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{shown}: no such results file (`{command_of(name)}` writes it)"
         )
     expected = SHIPPED.get(name) if sha256 is None else sha256
     if not (
@@ -293,12 +307,6 @@ def load(name, folder=None, *, sha256=None):
             "it, or add it to SHIPPED in mha_lib/course/results.py; a file's "
             f"own hash does not vouch for it (got sha256={sha256!r})"
         )
-    if folder is None:
-        path = resources.files(__package__) / "results" / f"{name}.json"
-        shown = f"mha_lib/course/results/{name}.json"
-    else:
-        path = Path(folder) / f"{name}.json"
-        shown = str(path)
 
     def damaged(problem):
         return DamagedResults(
