@@ -403,6 +403,33 @@ def test_a_message_of_prose_without_its_translation_is_found():
     assert chinese.untranslated(doctree, translated) == [missing]
 
 
+def test_the_comments_of_a_code_cell_are_translated_and_its_code_kept():
+    """In a code cell, not in its output; Sphinx highlights the new text
+    (its rawsource is the text)."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    chinese = extension("chinese_edition")
+    code = "x = 1  # drawn on the CPU, then moved\n# two words only"
+    document = new_document("page")
+    cell, output = nodes.container(), nodes.container(classes=["cell_output"])
+    for parent in (cell, output):
+        block = nodes.literal_block(code, code, language="ipython3")
+        parent += block
+        document += parent
+    config = SimpleNamespace(language="zh_CN")
+    document.settings.env = SimpleNamespace(
+        docname="notebooks/01_parameters", config=config
+    )
+    chinese.CommentsTranslated(document).apply()
+    block, printed = document.findall(nodes.literal_block)
+    chinese_code = "x = 1  # 先在 CPU 上抽取，再移到设备上\n# two words only"
+    assert block.astext() == block.rawsource == chinese_code
+    assert printed.astext() == code
+
+
 def test_what_a_chapter_printed_is_translated_with_its_numbers():
     """Line by line (a module's repr stays), or whole where the catalog has
     the whole output; a run's provenance from its pattern."""

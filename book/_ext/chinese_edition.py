@@ -16,7 +16,8 @@ translate (missing, empty or fuzzy: an English sentence edited since it was
 translated) is a warning. Outputs of code are not prose: they come from the
 notebooks' run, the same numbers in both editions; their words (what a
 chapter prints, its tables, claims and interactive figures) come from the
-course's catalog, ``locale/zh_CN/outputs.po``.
+course's catalog, ``locale/zh_CN/outputs.po``. The code stays as it ran; its
+comments are messages of the page's catalog (``code_comments.py``).
 
 Every page of either edition links to the same page of the other.
 """
@@ -29,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+import code_comments
 from build_paths import CACHE
 from docutils import nodes
 from sphinx import addnodes
@@ -478,6 +480,37 @@ def printed_line_in_chinese(line, words, docname=None):
     return line[: len(line) - len(line.lstrip())] + translated
 
 
+class CommentsTranslated(SphinxTransform):
+    """The comments of a page's code in Chinese, from the page's catalog
+    (:mod:`code_comments`); the code stays as it ran. A comment the catalog
+    lacks is a warning."""
+
+    default_priority = 12
+
+    def apply(self):
+        if not is_chinese(self.config):
+            return
+        translated = catalog(self.env.docname)
+        for block in self.document.findall(nodes.literal_block):
+            language = block.get("language")
+            if language not in code_comments.LANGUAGES or _is_output(block):
+                continue
+            code = block.astext()
+            for text in code_comments.messages(code):
+                if text not in translated:
+                    logger.warning(
+                        "a comment without a translation (run python3 "
+                        "scripts/translations.py, then translate "
+                        f"{LOCALE.relative_to(ROOT)}/{self.env.docname}.po): "
+                        f"{text!r}",
+                        location=self.env.docname,
+                    )
+            chinese = code_comments.in_chinese(code, translated)
+            if chinese != code:  # as Sphinx highlights it: rawsource too
+                block[:] = [nodes.Text(chinese)]
+                block.rawsource = chinese
+
+
 class ControlsTranslated(SphinxTransform):
     """The names and choices of an interactive figure's controls, and its
     titles, in Chinese, from ``locale/zh_CN/outputs.po``: the figure's data
@@ -921,6 +954,7 @@ def setup(app):
     app.add_transform(FoldLinesTranslated)
     app.add_transform(ControlsTranslated)
     app.add_transform(PrintedTranslated)
+    app.add_transform(CommentsTranslated)
     app.add_search_language(ChineseSearch)
     app.connect("config-inited", _chinese_settings)
     app.connect("builder-inited", _own_output_folder, priority=600)

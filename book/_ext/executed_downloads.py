@@ -22,8 +22,8 @@ to look for are those of the chapter's own first code cell (``mha-lib[...]``
 and ``NEEDS``), read from it. A Markdown cell before everything says how to
 run the chapter, what it installs and whether it needs the network, and the
 Markdown is plain (``plain_notebook.py``: glued numbers written in, no MyST
-left); the Chinese edition's download has the Chinese prose and prints in
-Chinese.
+left); the Chinese edition's download has the Chinese prose and code
+comments, and prints in Chinese.
 """
 
 import ast
@@ -411,10 +411,12 @@ def how_to_run(extras, edition, text=False):
 
 def plain_chapter(notebook, extras, edition, catalog=None, text=False):
     """The executed ``notebook`` as a reader downloads it: its Markdown plain
-    (in Chinese from ``catalog`` for the Chinese edition) and its figures as
+    (in Chinese from ``catalog`` for the Chinese edition, and its code's
+    comments) and its figures as
     drawn for the edition, opened by how to run it (``text``: saying that it
     carries Chapter 7's text). Raises ``ValueError`` where MyST syntax is
     left."""
+    from code_comments import in_chinese as comments_in_chinese
     from plain_notebook import (
         check_plain,
         citations,
@@ -441,6 +443,8 @@ def plain_chapter(notebook, extras, edition, catalog=None, text=False):
                 outputs_in_chinese(output.get("data", {}))
             if edition == "zh" and output.get("name") == "stdout":
                 output["text"] = printed_in_chinese(output["text"])
+        if cell.cell_type == "code" and catalog is not None:
+            cell.source = comments_in_chinese(cell.source, catalog)
         if cell.cell_type != "markdown":
             continue
         text = (
