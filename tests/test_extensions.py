@@ -506,6 +506,20 @@ def test_an_interactive_figures_legends_and_field_names_are_translated():
     assert spec["description"] == "权重相同"
 
 
+def test_the_hover_text_of_the_pages_frame_is_translated():
+    chinese = extension("chinese_edition")
+    page = (
+        '<a class="headerlink" href="#a" title="Link to this heading">#</a>'
+        '<button title="Toggle secondary sidebar" aria-label="Color mode" '
+        'data-bs-title="Color mode"><p title="a figure\'s own title">'
+    )
+    assert chinese.hover_text_in_chinese(page) == (
+        '<a class="headerlink" href="#a" title="链接到此标题">#</a>'
+        '<button title="显示或隐藏本页导航" aria-label="颜色模式" '
+        'data-bs-title="颜色模式"><p title="a figure\'s own title">'
+    )
+
+
 def test_the_labels_of_folds_are_translated_with_their_number():
     chinese = extension("chinese_edition")
     assert chinese.translate_label("Show the checks") == "显示检验代码"

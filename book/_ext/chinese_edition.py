@@ -907,6 +907,46 @@ TYPESET_AFTER_FONT = """if (window.MathJax) {
 }"""
 
 
+# the hover text of the page's frame (title, aria-label, data-bs-title) that
+# neither Sphinx's nor the themes' catalogs translate (Sphinx 7.4's zh_CN
+# lacks its links' titles, pydata-sphinx-theme's zh its colour modes and
+# sidebar) or that a template writes in English (sphinx-book-theme's sidebar
+# buttons)
+THEME_WORDS = {
+    "Link to this heading": "链接到此标题",
+    "Link to this definition": "链接到此定义",
+    "Link to this term": "链接到此术语",
+    "Link to this table": "链接到此表格",
+    "Link to this code": "链接到此代码",
+    "Link to this image": "链接到此图片",
+    "Link to this toctree": "链接到此目录",
+    "Color mode": "颜色模式",
+    "System Settings": "跟随系统设置",
+    "Collapse Sidebar": "收起侧边栏",
+    "Expand Sidebar": "展开侧边栏",
+    "Toggle primary sidebar": "显示或隐藏目录栏",
+    "Toggle secondary sidebar": "显示或隐藏本页导航",
+}
+HOVER = re.compile(r'(\s(?:title|aria-label|data-bs-title)=")([^"]*)(")')
+
+
+def hover_text_in_chinese(page):
+    """A page's HTML with the frame's hover text from :data:`THEME_WORDS`."""
+    return HOVER.sub(lambda m: m[1] + THEME_WORDS.get(m[2], m[2]) + m[3], page)
+
+
+def _theme_words_in_chinese(app, exception):
+    if exception is not None or app.builder.name != "html":
+        return
+    if not is_chinese(app.config):
+        return
+    for path in Path(app.outdir).rglob("*.html"):
+        page = path.read_text(encoding="utf-8")
+        chinese = hover_text_in_chinese(page)
+        if chinese != page:
+            path.write_text(chinese, encoding="utf-8")
+
+
 # -- both editions: a link to the same page in the other --------------------
 
 
@@ -966,6 +1006,8 @@ def setup(app):
     app.connect("doctree-read", _check_translated)
     # after MathJax has added its settings to the page
     app.connect("html-page-context", _link_editions, priority=600)
+    # before the Chinese PDF is printed (priority 900)
+    app.connect("build-finished", _theme_words_in_chinese, priority=800)
     # after the English PDF is printed (priority 900), beside the Chinese build
     app.connect("build-finished", _wait_for_chinese, priority=950)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
