@@ -564,6 +564,43 @@ def test_an_interactive_figures_legends_and_field_names_are_translated():
     assert spec["description"] == "权重相同"
 
 
+def test_an_interactive_figures_tooltip_shows_its_words_in_chinese():
+    """In a field calculated from the data, which stays as the run wrote
+    it (the control filters on it)."""
+    chinese = extension("chinese_edition")
+    words = {"sized {} x {}": "定制 {} x {}", "offset copy": "偏移复制"}
+    records = [
+        {"task": "offset copy", "layer": "sized 16 x 16", "loss": 0.5},
+        {"task": "recall", "layer": "8 x 4", "loss": 0.1},
+    ]
+    spec = {
+        "data": {"values": records},
+        "transform": [{"filter": "datum['task'] == pick"}],
+        "encoding": {
+            "tooltip": [
+                {"field": name, "type": kind}
+                for name, kind in [
+                    ("task", "nominal"),
+                    ("layer", "nominal"),
+                    ("loss", "quantitative"),
+                ]
+            ]
+        },
+    }
+    chinese.spec_in_chinese(spec, words)
+    task, layer, loss = spec["encoding"]["tooltip"]
+    assert task == {"field": "task (zh)", "type": "nominal", "title": "task"}
+    assert layer["field"] == "layer (zh)" and loss["field"] == "loss"
+    calculated = {t["as"]: t["calculate"] for t in spec["transform"][:2]}
+    assert calculated["task (zh)"] == (
+        'datum["task"] == "offset copy" ? "偏移复制" : datum["task"]'
+    )
+    assert '"sized 16 x 16" ? "定制 16 x 16"' in calculated["layer (zh)"]
+    assert "8 x 4" not in calculated["layer (zh)"], "no words: it stays"
+    assert spec["transform"][2] == {"filter": "datum['task'] == pick"}
+    assert spec["data"]["values"] == records
+
+
 def test_the_hover_text_of_the_pages_frame_is_translated():
     chinese = extension("chinese_edition")
     page = (

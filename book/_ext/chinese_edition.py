@@ -40,6 +40,7 @@ from sphinx.util.nodes import extract_messages
 
 import mha_lib.course.chinese as outputs
 from mha_lib.course.chinese import cell_in_chinese
+from mha_lib.course.figure_editions import translate
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -463,16 +464,55 @@ def spec_in_chinese(spec, words, docname=None):
             part["description"] = in_chinese(
                 part["description"], words, "a figure's description", docname
             )
-    for part in _parts(spec):
+    records = [
+        record
+        for part in _parts(spec)
+        if isinstance(part.get("data"), dict)
+        for record in part["data"].get("values", [])
+        if isinstance(record, dict)
+    ]
+    for part in list(_parts(spec)):
         encoding = part.get("encoding")
         if not isinstance(encoding, dict):
             continue
+        _tooltip_words_in_chinese(part, records, words)
         for channel, definitions in encoding.items():
             if not isinstance(definitions, list):
                 definitions = [definitions]
             for field in definitions:
                 if isinstance(field, dict):
                     _name_and_labels(channel, field, words, docname)
+
+
+def _tooltip_words_in_chinese(part, records, words):
+    """The words of a tooltip's nominal values (a task, a layer: "sized 16 x
+    16") in Chinese where ``words`` has them: a field calculated from the
+    data's own, which the tooltip shows under the data field's name; the
+    data, and what the controls select in it, stay as the run wrote
+    them."""
+    tooltip = part["encoding"].get("tooltip")
+    fields = tooltip if isinstance(tooltip, list) else [tooltip]
+    calculated = []
+    for field in fields:
+        if not isinstance(field, dict) or field.get("type") != "nominal":
+            continue
+        name = field.get("field")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z ]+", name):
+            continue
+        expression = f"datum[{json.dumps(name)}]"
+        for value in {r.get(name) for r in records} - {None}:
+            chinese = translate(str(value), words)
+            if chinese is not None and chinese != str(value):
+                expression = (
+                    f"datum[{json.dumps(name)}] == {json.dumps(value)} ? "
+                    f"{json.dumps(chinese, ensure_ascii=False)} : {expression}"
+                )
+        if expression != f"datum[{json.dumps(name)}]":
+            shown = f"{name} (zh)"
+            calculated.append({"calculate": expression, "as": shown})
+            field.update(field=shown, title=field.get("title", name))
+    if calculated:
+        part["transform"] = calculated + part.get("transform", [])
 
 
 def _name_and_labels(channel, field, words, docname):
