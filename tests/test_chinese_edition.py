@@ -360,11 +360,13 @@ def test_the_chinese_pages_code_comments_are_chinese(twins):
 
 def english_hover_text(page):
     """The hover text of a page's frame (title, aria-label, data-bs-title)
-    with two English words or more and no Chinese; the outputs of code left
-    out."""
+    with two English words or more and no Chinese; the outputs of code and
+    the references (a citation's hover text is its entry) left out."""
     found = []
     for element in page.select("[title], [aria-label], [data-bs-title]"):
-        if element.find_parent("div", class_="cell_output"):
+        if element.find_parent("div", class_="cell_output") or (
+            element.find_parent("span", class_="bibtex-citation")
+        ):
             continue
         for name in ("title", "aria-label", "data-bs-title"):
             text = element.get(name) or ""

@@ -823,7 +823,7 @@ TYPESET_AFTER_FONT = """if (window.MathJax) {
 # neither Sphinx's nor the themes' catalogs translate (Sphinx 7.4's zh_CN
 # lacks its links' titles, pydata-sphinx-theme's zh its colour modes and
 # sidebar) or that a template writes in English (sphinx-book-theme's sidebar
-# buttons)
+# buttons, myst-nb's folds)
 THEME_WORDS = {
     "Link to this heading": "链接到此标题",
     "Link to this definition": "链接到此定义",
@@ -838,6 +838,7 @@ THEME_WORDS = {
     "Expand Sidebar": "展开侧边栏",
     "Toggle primary sidebar": "显示或隐藏目录栏",
     "Toggle secondary sidebar": "显示或隐藏本页导航",
+    "Toggle hidden content": "显示或隐藏内容",  # myst-nb's folds
 }
 HOVER = re.compile(r'(\s(?:title|aria-label|data-bs-title)=")([^"]*)(")')
 
