@@ -615,6 +615,20 @@ def test_the_hover_text_of_the_pages_frame_is_translated():
     )
 
 
+def test_every_note_of_the_references_has_its_chinese():
+    import re
+
+    chinese = extension("chinese_edition")
+    bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    notes = re.findall(r"^\s*note\s*=\s*\{(.*)\},?$", bib, flags=re.M)
+    assert notes, "the references have a note"
+    for note in notes:
+        shown = re.sub(r"``(.*?)''", r"“\1”", note)
+        assert shown in chinese.REFERENCE_NOTES, shown
+        page = f'<a title="Bloem. {shown}. URL">x</a><p>{shown}.</p>'
+        assert shown not in chinese.notes_in_chinese(page)
+
+
 def test_the_labels_of_folds_are_translated_with_their_number():
     chinese = extension("chinese_edition")
     assert chinese.translate_label("Show the checks") == "显示检验代码"

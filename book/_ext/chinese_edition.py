@@ -848,6 +848,25 @@ def hover_text_in_chinese(page):
     return HOVER.sub(lambda m: m[1] + THEME_WORDS.get(m[2], m[2]) + m[3], page)
 
 
+# the notes of book/references.bib, as the reference list and a citation's
+# hover text show them (pybtex sets ``narrow'' as “narrow”)
+REFERENCE_NOTES = {
+    "The 2019 version describes the chunked (“narrow”) and the wide layer; "
+    "according to its 2023 revision, the post now uses the standard layer": (
+        "2019 年的版本描述的是分块层（“窄”）和宽层；据其 2023 年的修订，"
+        "这篇文章现在用的是标准层"
+    ),
+}
+
+
+def notes_in_chinese(page):
+    """A page's HTML with the references' notes from
+    :data:`REFERENCE_NOTES`."""
+    for note, chinese in REFERENCE_NOTES.items():
+        page = page.replace(note, chinese)
+    return page
+
+
 def _theme_words_in_chinese(app, exception):
     if exception is not None or app.builder.name != "html":
         return
@@ -855,7 +874,7 @@ def _theme_words_in_chinese(app, exception):
         return
     for path in Path(app.outdir).rglob("*.html"):
         page = path.read_text(encoding="utf-8")
-        chinese = hover_text_in_chinese(page)
+        chinese = notes_in_chinese(hover_text_in_chinese(page))
         if chinese != page:
             path.write_text(chinese, encoding="utf-8")
 
