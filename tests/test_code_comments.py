@@ -35,7 +35,7 @@ def _code_only(source):
     """``source`` with its comments left out: what runs."""
     kept = []
     for line in source.split("\n"):
-        comment = comments._comment(line)
+        comment = comments.line_comment(line)
         if comment is None:
             kept.append(line)
         elif comment["before"].strip():

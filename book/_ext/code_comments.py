@@ -39,7 +39,7 @@ def comments(source):
     ``text`` its words, its lines joined."""
     found = []
     for number, line in enumerate(source.split("\n")):
-        match = _comment(line)
+        match = line_comment(line)
         if match is None or not (match["text"] or "").strip():
             continue
         before, text = match["before"], match["text"].strip()
@@ -56,7 +56,7 @@ def comments(source):
     return [tuple(comment) for comment in found]
 
 
-def _comment(line):
+def line_comment(line):
     """The match of a line's comment, or None: a ``#`` inside a string (an
     odd number of quotes before it) begins none."""
     match = WHOLE_LINE.fullmatch(line) or AFTER_CODE.fullmatch(line)
@@ -132,7 +132,7 @@ def english_lines(source):
     and no Chinese."""
     found = []
     for line in source.split("\n"):
-        match = _comment(line)
+        match = line_comment(line)
         text = (match and match["text"]) or ""
         if len(words(text)) >= 4 and not CJK.search(text):
             found.append(line.strip())
