@@ -2,8 +2,9 @@
 
     python3 scripts/translations.py
 
-extracts every message of the English pages (the prose only: the notebooks are
-read without running them, so no computed output reaches a catalog) into
+extracts every message of the English pages (the prose, and the comments of
+their code: ``book/_ext/code_comments.py``; the notebooks are read without
+running them, so no computed output reaches a catalog) into
 ``_build/gettext`` and brings each catalog of ``locale/zh_CN/LC_MESSAGES`` in
 step: a new message arrives untranslated, a changed one keeps its old
 translation marked fuzzy (Sphinx does not use it), a removed one goes. Then
@@ -25,6 +26,7 @@ from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import code_comments  # noqa: E402
 from build_paths import TEMPLATE_DOCTREES, TEMPLATES  # noqa: E402
 from chinese_edition import build  # noqa: E402
 
@@ -46,6 +48,27 @@ def extract():
     )
     if result:
         sys.exit(f"extracting the messages failed: {result}")
+    for template_path in TEMPLATES.rglob("*.pot"):
+        add_code_comments(template_path)
+
+
+def add_code_comments(template_path):
+    """The comments of a page's code added to its template, after its
+    prose."""
+    page = ROOT / template_path.relative_to(TEMPLATES).with_suffix("")
+    (source,) = [
+        page.with_suffix(suffix)
+        for suffix in (".md", ".ipynb")
+        if page.with_suffix(suffix).is_file()
+    ]
+    with open(template_path, "rb") as file:
+        template = read_po(file)
+    for code in code_comments.page_code(source):
+        for text in code_comments.messages(code):
+            if text not in template:
+                template.add(text, auto_comments=["a comment in the code"])
+    with open(template_path, "wb") as file:
+        write_po(file, template, width=0, omit_header=False)
 
 
 HEADER = (

@@ -333,6 +333,57 @@ def test_no_chinese_page_prints_a_line_in_english(twins):
     assert counted > 30, counted
 
 
+def english_comments(page):
+    """The comment lines of a page's code with four English words or more
+    and no Chinese (``book/_ext/code_comments.py``)."""
+    comments = extension("code_comments")
+    return [
+        line
+        for code in page.select("article pre")
+        if not code.find_parent("div", class_="cell_output")
+        for line in comments.english_lines(code.get_text())
+    ]
+
+
+def test_the_chinese_pages_code_comments_are_chinese(twins):
+    """At most five English comment lines on all the Chinese pages; the
+    code itself is the English pages'."""
+    english = [
+        (name, line)
+        for name, _, chinese in twins
+        for line in english_comments(chinese)
+    ]
+    assert len(english) <= 5, english
+    counted = sum(len(english_comments(page)) for _, page, _ in twins)
+    assert counted > 150, counted  # the same measure finds the English
+
+
+def english_hover_text(page):
+    """The hover text of a page's frame (title, aria-label, data-bs-title)
+    with two English words or more and no Chinese; the outputs of code and
+    the references (a citation's hover text is its entry) left out."""
+    found = []
+    for element in page.select("[title], [aria-label], [data-bs-title]"):
+        if element.find_parent("div", class_="cell_output") or (
+            element.find_parent("span", class_="bibtex-citation")
+        ):
+            continue
+        for name in ("title", "aria-label", "data-bs-title"):
+            text = element.get(name) or ""
+            if len(re.findall(r"[A-Za-z]{2,}", text)) >= 2 and not CJK.search(
+                text
+            ):
+                found.append(text)
+    return found
+
+
+def test_the_hover_text_of_a_chinese_page_is_chinese(twins):
+    for name, _, chinese in twins:
+        assert not english_hover_text(chinese), name
+    counted = sum(len(english_hover_text(page)) for _, page, _ in twins)
+    assert counted > 100, counted  # the same measure finds the English
+
+
 def test_the_measure_of_a_printed_line_in_english():
     sentence = "36 heads removed before fewer than half of the held-out"
     assert FOUR_ENGLISH_WORDS.search(sentence)

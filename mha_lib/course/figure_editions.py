@@ -13,11 +13,13 @@ over data points; the book's build refuses a
 figure whose phone rendering is too small or whose labels collide
 (``book/_ext/figure_editions.py`` puts the renderings on the pages). Where
 the catalog is not there (``mha_lib`` installed without the course's
-repository) a figure is the one PNG.
+repository, and not by a Chinese download, which carries its words and font)
+a figure is the one PNG.
 """
 
 import base64
 import hashlib
+import json
 import re
 import tempfile
 import warnings
@@ -36,6 +38,9 @@ MIME = "application/vnd.mha-answered.figures+json"
 ROOT = Path(__file__).resolve().parents[2]
 CATALOG = ROOT / "locale" / "zh_CN" / "outputs.po"
 FONT = ROOT / "book" / "_static" / "fonts" / "NotoSansSC-book.woff"
+# where a Chinese download writes the catalog's words (outputs.json) and the
+# font it carries, in mha_lib installed without the course's repository
+CARRIED = Path(__file__).resolve().parent / "zh_CN"
 PHONE_COLUMN_PX = 350  # the text column at 390 CSS pixels
 PHONE_TEXT_PX = 10  # the smallest text a phone should show
 NARROW_INCHES = 4.6
@@ -255,23 +260,35 @@ _catalog = {}
 
 
 def catalog():
-    """``{English: Chinese}`` from :data:`CATALOG`, or None where the course's
-    catalog, its font or Babel (which reads it) is not there."""
+    """``{English: Chinese}`` from :data:`CATALOG` (or the words a Chinese
+    download carries, :data:`CARRIED`), or None where the catalog, its font
+    or Babel (which reads it) is not there."""
     if "words" not in _catalog:
-        try:
-            from babel.messages.pofile import read_po
-        except ModuleNotFoundError:
-            read_po = None
-        if read_po is None or not CATALOG.is_file() or not FONT.is_file():
-            _catalog["words"] = None
-        else:
-            with CATALOG.open("rb") as file:
-                _catalog["words"] = {
-                    m.id: m.string
-                    for m in read_po(file)
-                    if m.id and m.string and not m.fuzzy
-                }
+        _catalog["words"] = _words() if _font().is_file() else None
     return _catalog["words"]
+
+
+def _words():
+    carried = CARRIED / "outputs.json"
+    if not CATALOG.is_file():
+        if carried.is_file():
+            return json.loads(carried.read_text(encoding="utf-8"))
+        return None
+    try:
+        from babel.messages.pofile import read_po
+    except ModuleNotFoundError:
+        return None
+    with CATALOG.open("rb") as file:
+        return {
+            m.id: m.string
+            for m in read_po(file)
+            if m.id and m.string and not m.fuzzy
+        }
+
+
+def _font():
+    """The Chinese font: the book's, else the one a download carries."""
+    return FONT if FONT.is_file() else CARRIED / FONT.name
 
 
 def translate(text, words):
@@ -300,12 +317,12 @@ def translate(text, words):
 def _font_file():
     """The Chinese pages' font as a TrueType file Matplotlib can read (it
     does not read WOFF), made once per machine beside the temporary files."""
-    digest = hashlib.sha256(FONT.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(_font().read_bytes()).hexdigest()[:16]
     path = Path(tempfile.gettempdir()) / f"mha-NotoSansSC-{digest}.ttf"
     if not path.is_file():
         from fontTools.ttLib import TTFont
 
-        font = TTFont(FONT)
+        font = TTFont(_font())
         font.flavor = None
         written = path.with_suffix(f".{id(font)}.tmp")
         font.save(written)
