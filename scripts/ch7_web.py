@@ -22,9 +22,13 @@ are scored on the test documents, which nothing else reads. One variant is
 tuned and reported before the next, so the first pairs are complete first.
 
 The Bible's runs are the chapter's reported seeds (3 to 17) of the same nine
-variants at the chapter's rates, trained again exactly as stored, now
-keeping each run's held-out bits summed over each scored book; each run's
-total must match the stored score within 1e-4 bits per character.
+variants at the chapter's rates, trained again as stored, now keeping each
+run's held-out bits summed over each scored book; each run's total must match
+its stored score within :data:`STORED_TOLERANCE`, and the file keeps both.
+Runs trained again differ a little: 1,500 steps amplify differences in the
+order of floating-point sums (the stored runs trained in other groups of
+seeds, some on a GPU), and the first ten trained again differed from their
+stored scores by up to 1.2e-3 bits per character.
 
 Each scored run keeps its bits summed over every piece of the scored text
 (document or book), so that an interval can cover the text as well as the
@@ -73,7 +77,13 @@ from mha_lib.course.language_training import (
     bits_by_piece,
 )
 
-TOLERANCE = 1e-4  # bits per character: a Bible run against its stored score
+# bits per character: a run's pieces against its own score (the same model,
+# summed in another order)
+TOLERANCE = 1e-4
+# a Bible run trained again against its stored score: set after the first
+# ten runs differed by up to 1.2e-3; a wrong text, rate or seed is off by far
+# more (the central pairs differ by 0.02 to 0.13)
+STORED_TOLERANCE = 5e-3
 
 
 class Text:
@@ -226,13 +236,14 @@ def main():
         for name in RETUNED:
             lr, finals = stored[name]
             runs = reported(parts, text, name, lr, "books")
-            if args.smoke is None:
-                for seed, run in runs.items():
-                    if abs(run["held_out"][-1] - finals[seed]) > TOLERANCE:
-                        raise ValueError(
-                            f"{name}, seed {seed}: {run['held_out'][-1]} "
-                            f"bits, stored {finals[seed]}"
-                        )
+            for seed, run in runs.items():
+                run["stored"] = finals[seed]
+                gap = abs(run["held_out"][-1] - finals[seed])
+                if args.smoke is None and gap > STORED_TOLERANCE:
+                    raise ValueError(
+                        f"{name}, seed {seed}: {run['held_out'][-1]} "
+                        f"bits, stored {finals[seed]}"
+                    )
             variants.append(
                 {
                     **described(name, text.corpus),
@@ -243,7 +254,7 @@ def main():
         return parts, {
             "settings": {
                 **settings(schedule, text.corpus),
-                "tolerance": TOLERANCE,
+                "tolerance": STORED_TOLERANCE,
                 "pieces": characters_of(text),
             },
             "variants": variants,
