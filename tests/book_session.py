@@ -196,7 +196,8 @@ def readme_build():
 def pytest_sessionfinish(session):
     """A build still running at the end (the session was stopped) is
     stopped."""
-    if _main_process(session.config) and PID.is_file():
+    nested = session.config.nested_session
+    if _main_process(session.config) and not nested and PID.is_file():
         if not RESULT.is_file():
             try:
                 os.killpg(int(PID.read_text()), signal.SIGTERM)
