@@ -100,11 +100,8 @@ def run_chapter(path, parameters):
     # this run reads the claims: its figures are not drawn (the formatters
     # that draw them, of the page and of the book's other renderings, go)
     # ... and the kernel runs this checkout's mha_lib, as this process does
-    # ... and its numbers are not the page's: glue writes none of them down
     unseen = nbformat.v4.new_code_cell(
         f"assert mha_lib.__file__ == {mha_lib.__file__!r}, mha_lib.__file__\n"
-        "import os\n"
-        "os.environ.pop('MHA_GLUED', None)\n"
         "formatters = get_ipython().display_formatter.formatters\n"
         f"for kind in ('image/png', {MIME!r}):\n"
         "    formatters.pop(kind, None)"

@@ -112,9 +112,8 @@ _wanted = []  # whether a test of this session needs the book
 def pytest_configure(config):
     # a session started by a test of another session (a command the README
     # names, run by a test) leaves that session's build and numbers alone
-    config.nested_session = "MHA_GLUED" in os.environ
-    # every number a chapter glues, written down for tests/test_quoted.py
-    os.environ["MHA_GLUED"] = str(PATHS.GLUED)
+    config.nested_session = "MHA_BOOK_SESSION" in os.environ
+    os.environ["MHA_BOOK_SESSION"] = "1"
     if hasattr(config, "workerinput"):
         # two workers on two cores: one thread each, in the chapters' kernels
         # (which inherit this) as in the tests
@@ -327,6 +326,8 @@ def _store(path, chapter):
         bundle, check_validity=False, overwrite=True
     )
     cached_by_nbval[path] = seconds
+    # every number it glued, for tests/test_quoted.py
+    extension("quoted_numbers").write_glued(notebook)
 
 
 def _finished(output, count):

@@ -2,6 +2,7 @@
 the test command's runs must glue the same values, within the tolerance of
 each number's source (``book/_ext/quoted_numbers.py``)."""
 
+import nbformat
 import pytest
 from support import extension
 
@@ -47,3 +48,29 @@ def test_the_quoted_numbers_are_the_ones_the_chapters_glued(english_pages):
     if not measured:
         pytest.skip("no chapter ran in this session (run with --nbval)")
     assert quoted.problems(quoted.pinned(), measured) == []
+
+
+def test_the_numbers_are_read_from_a_chapters_glue_outputs():
+    """As myst-nb's glue(..., display=False) writes them: each value's repr
+    under its name."""
+
+    def glued_output(name, shown):
+        return nbformat.v4.new_output(
+            "display_data",
+            data={"application/papermill.record/text/plain": shown},
+            metadata={"scrapbook": {"name": name, "mime_prefix": ""}},
+        )
+
+    cell = nbformat.v4.new_code_cell("glue(...)")
+    cell.outputs = [
+        glued_output("ch9_gain", "np.float64(0.0372)"),
+        glued_output("ch9_seeds", "15"),
+        glued_output("ch9_head", "'3-7'"),
+        nbformat.v4.new_output("stream", text="printed, not glued"),
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    assert quoted.glued_in(notebook) == {
+        "ch9_gain": 0.0372,
+        "ch9_seeds": 15,
+        "ch9_head": "3-7",
+    }

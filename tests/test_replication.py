@@ -203,10 +203,7 @@ def test_a_planted_false_claim_fails_its_chapter_whatever_the_environment():
 
 def test_the_library_reads_no_environment_variable_but_the_device():
     """Settings reach a chapter in its parameters cell, not the environment:
-    the one variable the library reads that can change what it computes is
-    the documented device override (``MHA_GLUED``, where the test session
-    asks ``glue`` to write each value down too, changes nothing a chapter
-    computes)."""
+    the one variable the library reads is the documented device override."""
     import re
 
     read = set()
@@ -218,13 +215,10 @@ def test_the_library_reads_no_environment_variable_but_the_device():
             # deterministic kernels: written by seed_everything, and read by
             # restored_settings only to be put back as it was
             cublas = "CUBLAS_WORKSPACE_CONFIG" in call
-            glued = "GLUED_FOLDER" in call and module.name == "report.py"
-            assert (
-                "MHA_DEVICE" in call
-                or glued
-                or (cublas and module.name == "runtime.py")
+            assert "MHA_DEVICE" in call or (
+                cublas and module.name == "runtime.py"
             ), f"{module}: {call}"
-    assert read == {"MHA_DEVICE", "MHA_GLUED"}
+    assert read == {"MHA_DEVICE"}
 
 
 def test_chapter_7s_central_verdicts_hold_on_its_own_seeds():

@@ -1,11 +1,9 @@
 """What a chapter reports to the book: glued numbers, checked claims,
 tables."""
 
-import json
 import sys
 
 import pytest
-import torch
 
 from mha_lib.course.report import (
     ClaimLog,
@@ -37,21 +35,6 @@ def test_glue_does_nothing_without_myst_nb(monkeypatch):
     # as on Colab: the import fails
     monkeypatch.setitem(sys.modules, "myst_nb", None)
     assert glue("x", 1.5) is None
-
-
-def test_glue_also_writes_each_value_where_the_session_asks(
-    monkeypatch, tmp_path
-):
-    monkeypatch.setitem(sys.modules, "myst_nb", None)
-    monkeypatch.setenv("MHA_GLUED", str(tmp_path / "glued"))
-    glue("ch9_gain", torch.tensor(0.25))
-    glue("ch9_seeds", 15)
-    assert (
-        json.loads((tmp_path / "glued" / "ch9_gain.json").read_text()) == 0.25
-    )
-    assert (
-        json.loads((tmp_path / "glued" / "ch9_seeds.json").read_text()) == 15
-    )
 
 
 def test_claims_assert_and_list_what_held():

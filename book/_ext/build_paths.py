@@ -16,5 +16,5 @@ TEST_OUTPUT = ROOT / "_build-tests"
 TEST_BUILD = TEST_OUTPUT / "_build"
 SCREENSHOTS = TEST_BUILD / "screenshots"  # the browser test's, where asked for
 # each number a chapter glued in the test command's runs, one file per name
-# (mha_lib.course.report.glue writes them where MHA_GLUED names this folder)
+# (tests/book_session.py reads them from the chapters' outputs)
 GLUED = TEST_OUTPUT / "glued"

@@ -12,6 +12,7 @@ measured on the machine that runs the chapter is not pinned (its chapter
 checks it against a bound).
 """
 
+import ast
 import json
 import math
 import re
@@ -30,6 +31,33 @@ ROLE = re.compile(r"\{glue:text\}`[^`:]+\.ipynb::([a-z0-9_]+):[^`]*`")
 def quoted_names(page=PAGE):
     """The names of the glued numbers ``page`` quotes, in order, once each."""
     return list(dict.fromkeys(ROLE.findall(Path(page).read_text())))
+
+
+def glued_in(notebook):
+    """``{name: value}`` of every number an executed ``notebook`` glued: its
+    ``glue`` outputs (myst-nb's, marked ``scrapbook``) hold each value's repr
+    (``0.25``, ``np.float64(0.25)``)."""
+    found = {}
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            data = output.get("data", {})
+            shown = [v for k, v in data.items() if k.endswith("text/plain")]
+            if name and shown:
+                text = re.sub(r"^np\.\w+\((.*)\)$", r"\1", shown[0].strip())
+                try:
+                    found[name] = ast.literal_eval(text)
+                except (ValueError, SyntaxError):
+                    found[name] = text
+    return found
+
+
+def write_glued(notebook, folder=GLUED):
+    """Write each number ``notebook`` glued into ``folder``, one file a
+    name, for :func:`glued`."""
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    for name, value in glued_in(notebook).items():
+        (Path(folder) / f"{name}.json").write_text(json.dumps(value))
 
 
 def glued(folder=GLUED):

@@ -8,15 +8,8 @@ code; the visible cells stay the experiment.
 """
 
 import html
-import json
 import math
-import os
 import statistics
-from pathlib import Path
-
-# where glue() also writes each value, one file per name, when set (the test
-# session sets it, to check the numbers the answers page quotes)
-GLUED_FOLDER = "MHA_GLUED"
 
 
 def glue(name, value):
@@ -25,15 +18,8 @@ def glue(name, value):
 
     The answers page pastes these values, so its numbers come from the
     notebooks. Where myst-nb is not installed (Colab, a bare Jupyter) there is
-    no book to hand them to, and this does nothing. Where the environment
-    names a folder in ``MHA_GLUED``, the value is also written there as
-    ``<name>.json``, for the test of the numbers the pages quote.
+    no book to hand them to, and this does nothing.
     """
-    folder = os.environ.get(GLUED_FOLDER)
-    if folder:
-        number = value.item() if hasattr(value, "item") else value
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        (Path(folder) / f"{name}.json").write_text(json.dumps(number))
     try:
         from myst_nb import glue as myst_glue
     except ImportError:
