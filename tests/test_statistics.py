@@ -12,6 +12,7 @@ from mha_lib.course.statistics import (
     paired_bootstrap,
     paired_t_interval,
     rank_correlation,
+    seeds_and_text_bootstrap,
     smallest_resolvable,
     student_t_quantile,
     wilson_interval,
@@ -85,6 +86,61 @@ def test_paired_bootstrap_finds_a_real_difference_and_not_a_false_one():
     assert wide_low < low and wide_high > high, "more confidence, wider"
     with pytest.raises(ValueError, match="confidence"):
         paired_bootstrap(better, worse, groups, confidence=95)
+
+
+def runs_on_pieces(seeds, pieces, seed_spread, piece_spread, gap, seed=0):
+    """``(first, second, characters)``: losses summed over each piece, where
+    ``first`` costs ``gap`` bits a character more on average, each seed
+    moves the gap by ``seed_spread`` and each piece by ``piece_spread``."""
+    generator = torch.Generator().manual_seed(seed)
+    characters = torch.randint(50, 500, (pieces,), generator=generator)
+    base = 2 + 0.3 * torch.rand(seeds, pieces, generator=generator)
+    shift = (
+        gap
+        + seed_spread * torch.randn(seeds, 1, generator=generator)
+        + piece_spread * torch.randn(1, pieces, generator=generator)
+    )
+    per_character = base.double(), (base + shift).double()
+    second, first = (x * characters for x in per_character)
+    return first, second, characters
+
+
+def test_seeds_and_text_bootstrap_resolves_a_gap_and_widens_for_the_text():
+    first, second, characters = runs_on_pieces(15, 40, 0.002, 0.0, 0.01)
+    mean, low, high = seeds_and_text_bootstrap(first, second, characters)
+    by_seed = (first - second).sum(1) / characters.sum()
+    assert abs(mean - by_seed.mean().item()) < 1e-12, "seeds' mean gap"
+    assert 0 < low < mean < high
+    _, low, high = seeds_and_text_bootstrap(first, first.clone(), characters)
+    assert low == high == 0
+    # the seeds agree, the pieces do not: over seeds alone the gap looks
+    # resolved, over seeds and text it is not
+    first, second, characters = runs_on_pieces(15, 12, 0.0005, 0.05, 0.01, 1)
+    by_seed = (first - second).sum(1) / characters.sum()
+    _, seed_low, _ = paired_t_interval(by_seed, torch.zeros(15))
+    _, low, high = seeds_and_text_bootstrap(first, second, characters)
+    assert seed_low > 0 and low < 0 < high
+    with pytest.raises(ValueError, match=r"\(seeds, pieces\)"):
+        seeds_and_text_bootstrap(first[:, :3], second, characters)
+    with pytest.raises(ValueError, match="positive number of characters"):
+        seeds_and_text_bootstrap(first, second, characters * 0)
+
+
+@pytest.mark.parametrize("pieces", [6, 40])
+def test_seeds_and_text_bootstrap_covers_no_gap_at_its_level(pieces):
+    """Where the gap is zero on average over seeds and pieces, the 95 %
+    interval holds zero in at least 90 % of 200 drawn experiments (the six
+    books of the Bible's scored text, or more documents)."""
+    covered = 0
+    for draw in range(200):
+        first, second, characters = runs_on_pieces(
+            15, pieces, 0.004, 0.02, 0.0, seed=100 + draw
+        )
+        _, low, high = seeds_and_text_bootstrap(
+            first, second, characters, resamples=500, seed=draw
+        )
+        covered += low <= 0 <= high
+    assert covered >= 180, f"covered zero in {covered} of 200"
 
 
 def test_best_rate_counts_solved_seeds_before_the_median():

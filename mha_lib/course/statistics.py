@@ -1,7 +1,7 @@
 """Statistics for claims that must survive new seeds: rank correlation,
 intervals for a proportion and for a paired difference (by resampling, or
-Student's t for a handful of seeds), and the choice of a learning rate from
-several seeds."""
+Student's t for a handful of seeds, or over seeds and the pieces of a text
+together), and the choice of a learning rate from several seeds."""
 
 import functools
 import math
@@ -118,6 +118,69 @@ def paired_bootstrap(
         differences, torch.tensor([tail, 1 - tail], dtype=torch.float64)
     )
     return (first - second).mean().item(), low.item(), high.item()
+
+
+def seeds_and_text_bootstrap(
+    first, second, characters, *, confidence=0.95, resamples=4000, seed=0
+):
+    """How much ``first`` exceeds ``second`` per character, paired by seed,
+    with an interval that covers the sampling of the text as well as of the
+    seeds: ``(mean difference, low, high)``.
+
+    ``first`` and ``second`` are ``(seeds, pieces)``: each run's loss summed
+    over each piece of the scored text (a document, a book), row ``s`` of
+    both from seed ``s``; ``characters`` is each piece's length. A run's
+    score is its summed loss over the summed length. Each resample draws
+    the seeds and, apart, the pieces with replacement (Owen's pigeonhole
+    bootstrap) and averages the seeds' paired differences over the drawn
+    pieces. The interval is Student's t on the resamples' spread, with the
+    degrees of freedom and small-sample widening of the fewer of seeds and
+    pieces: plain percentiles covered a zero gap in only 87 % of drawn
+    experiments with 6 pieces; this covered it in 94-96 % at 15 seeds and 6
+    to 300 pieces (``tests/test_statistics.py``). For several comparisons at
+    once, pass a Bonferroni ``confidence``.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    first, second = (
+        torch.as_tensor(x, dtype=torch.float64) for x in (first, second)
+    )
+    characters = finite("characters", characters)
+    if (
+        first.ndim != 2
+        or first.shape != second.shape
+        or first.shape[1] != characters.numel()
+        or min(first.shape) < 2
+    ):
+        raise ValueError(
+            "first and second must be (seeds, pieces), at least 2 of each, "
+            f"and characters one length per piece; got {tuple(first.shape)}, "
+            f"{tuple(second.shape)} and {characters.numel()} lengths"
+        )
+    if not (first.isfinite().all() and second.isfinite().all()):
+        raise ValueError("a run's loss on a piece is not a finite number")
+    if (characters <= 0).any():
+        raise ValueError("every piece needs a positive number of characters")
+    differences = first - second  # (seeds, pieces)
+    seeds, pieces = differences.shape
+    generator = torch.Generator().manual_seed(seed)
+
+    def counts(n):  # (resamples, n): how often each was drawn
+        picks = torch.randint(n, (resamples, n), generator=generator)
+        drawn = torch.zeros(resamples, n, dtype=torch.float64)
+        return drawn.scatter_add_(1, picks, torch.ones_like(drawn))
+
+    by_seed, by_piece = counts(seeds), counts(pieces)
+    # each resample: sum over drawn seeds of (drawn pieces' loss difference
+    # over their characters), over the number of seeds
+    summed = ((by_seed @ differences) * by_piece).sum(1)
+    resampled = summed / (seeds * (by_piece @ characters))
+    mean = (differences.sum(1) / characters.sum()).mean().item()
+    # the resamples' spread, widened for the fewer of seeds and pieces
+    fewer = min(seeds, pieces)
+    spread = resampled.std().item() * math.sqrt(fewer / (fewer - 1))
+    half = student_t_quantile((1 + confidence) / 2, fewer - 1) * spread
+    return mean, mean - half, mean + half
 
 
 @functools.lru_cache(maxsize=256)  # a chapter asks for a few, many times
