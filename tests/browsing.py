@@ -142,7 +142,7 @@ TYPESET = (
 )
 FIGURES_DRAWN = (
     "() => [...document.querySelectorAll('.mha-interactive')]"
-    ".every(e => e.querySelector('svg'))"
+    ".every(e => e.querySelector('svg') && e.dataset.settled === 'yes')"
 )
 IMAGES_DECODED = "() => [...document.images].every(i => i.complete)"
 # index.html only redirects to the intro: a page of its own would race the
@@ -190,6 +190,17 @@ def visit(browser, url, screenshot=None):
     # A request that fails (to another host, with no network) also logs
     # "Failed to load resource"; the request itself is reported above.
     return page, [e for e in errors if "Failed to load resource" not in e]
+
+
+def search_excerpts(page, seconds=15):
+    """The excerpts under a search page's results, once the first has come
+    (Sphinx fetches each result's page to cut it)."""
+    page.wait_for_selector(
+        "#search-results ul li p.context", timeout=seconds * 1000
+    )
+    return page.eval_on_selector_all(
+        "#search-results ul li p.context", "ps => ps.map(p => p.textContent)"
+    )
 
 
 def move_every_control(page, name):
@@ -377,10 +388,20 @@ UNSAID_SCROLLS = """() => [...document.querySelectorAll(
   .map(box => box.textContent.trim().slice(0, 40))"""
 
 
+# each interactive figure drawn wider than its column (the parent of the
+# box Vega-Embed sizes to the drawing): [figure, column] px
+INTERACTIVE_TOO_WIDE = """() => [...document.querySelectorAll(
+    '.mha-interactive')]
+  .map(box => [box.querySelector('svg').getBoundingClientRect().width,
+    box.parentElement.clientWidth].map(Math.round))
+  .filter(([figure, column]) => figure > column + 1)"""
+
+
 def check_phone_width(names, opened):
     """At 390 px the page itself must not scroll sideways: wide code, tables,
     equations and interactive figures scroll inside their own box, and say
-    so (code excepted: a code box shows its scroll bar). Every figure shows
+    so (code excepted: a code box shows its scroll bar), and an interactive
+    figure fits its column in its narrow layout. Every figure shows
     its smallest text at 10 px or more (the page shows its narrow rendering,
     ``book/_ext/figure_editions.py``; the sizes are those its drawing
     measured). A page opened wider is narrowed to 390 px (the theme's layout
@@ -406,12 +427,18 @@ def check_phone_width(names, opened):
             ]
             cut = [f["src"] for f in figures if f["right"] > 392]
             assert not cut, f"{name}: images cut off at 390 px: {cut}"
-            try:  # the hints follow the new width, at the next frames
+            try:  # the hints and layouts follow the new width
                 page.wait_for_function(
                     f"({UNSAID_SCROLLS})().length === 0", timeout=5000
                 )
+                page.wait_for_function(FIGURES_DRAWN, timeout=5000)
             except PlaywrightTimeout:
                 pass
+            wide = page.evaluate(INTERACTIVE_TOO_WIDE)
+            assert not wide, (
+                f"{name}: interactive figures wider than the column at 390 "
+                f"px (their width, the column's): {wide}"
+            )
             unsaid = page.evaluate(UNSAID_SCROLLS)
             assert not unsaid, (
                 f"{name}: at 390 px these scroll sideways unsaid: {unsaid}"

@@ -122,6 +122,23 @@ def assert_no_text_about_controls(html_root, text):
     assert not printed, f"printed, about controls paper lacks: {printed}"
 
 
+def assert_every_interactive_figure_names_its_selection(html_root, text):
+    """Paper has no controls: each interactive figure of the chapters prints
+    a line naming the selection it shows (``book/_static/interactive.js``),
+    "Shown: task = offset copy". ``text``: the PDF's text, without white
+    space."""
+    figures = sum(
+        path.read_text().count("mhaEmbed(")
+        for path in html_root.glob("notebooks/*.html")
+    )
+    shown = "图中所示：" if "/zh" in html_root.as_posix() else "Shown:"
+    lines = re.findall(re.escape(shown) + r"[^=]+=", text)
+    assert figures >= 5 and len(lines) == figures, (
+        f"{figures} interactive figures, {len(lines)} printed lines "
+        f"naming what they show: {lines}"
+    )
+
+
 def assert_figures_print_at_200_ppi(pdf):
     """Each figure of a chapter is drawn at 2.2 times its pixels
     (mha_lib.course.plotting.sharp_png), so printed at its size it holds 211

@@ -47,6 +47,9 @@ def test_the_chinese_pdf_holds_every_chapter_in_chinese(built_book):
     printed.assert_no_page_nearly_empty(pdf, reader)
     printed.assert_no_link_to_the_build(reader)
     printed.assert_no_text_about_controls(html_root / CHINESE, text)
+    printed.assert_every_interactive_figure_names_its_selection(
+        html_root / CHINESE, text
+    )
 
 
 def test_the_chinese_pdfs_figures_print_at_200_ppi_or_more(built_book):

@@ -472,7 +472,7 @@ def test_a_vega_lite_output_becomes_a_div_and_its_script():
     data = SimpleNamespace(mime_type=figures.MIMETYPE, content=spec)
     (node,) = figures.VegaLiteRenderer.handle_mime(None, data, inline=False)
     html = node.astext()
-    assert f'class="{figures.MARKER}"' in html and "vegaEmbed(" in html
+    assert f'class="{figures.MARKER}"' in html and "mhaEmbed(" in html
     assert '</script>"' not in html and "<\\/script>" in html, (
         "a '</' in the spec would end the script early"
     )
@@ -730,10 +730,12 @@ def test_the_pdf_button_gives_the_book(book_pdf):
             ],
         }
     ]
-    book_pdf.book_pdf_button(buttons, "../mha-answered.pdf", "The book")
+    book_pdf.book_pdf_button(
+        buttons, "../mha-answered.pdf", "The book (PDF)", "The book"
+    )
     pdf = buttons[0]["buttons"][1]
     assert pdf["type"] == "link" and pdf["url"] == "../mha-answered.pdf"
-    assert "javascript" not in pdf
+    assert pdf["text"] == "The book (PDF)" and "javascript" not in pdf
 
 
 def test_without_a_system_chromium_the_pdf_has_playwrights_or_none(

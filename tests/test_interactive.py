@@ -14,8 +14,11 @@ import torch
 import mha_lib
 from mha_lib.course.interactive import (
     MIMETYPE,
+    NARROW,
     Interactive,
     attention_by_head_count,
+    attention_explorer,
+    overlaid,
     ownership_by_head_count,
     records_chart,
 )
@@ -186,3 +189,55 @@ def test_ownership_by_head_count_keeps_the_weights_and_recolours_by_head():
         ownership_by_head_count(layer, [5])
     with pytest.raises(TypeError, match="q_proj, k_proj, v_proj and out_proj"):
         ownership_by_head_count(torch.nn.Linear(3, 3), [1])
+
+
+def test_overlaid_lays_dicts_key_by_key_and_lists_item_by_item():
+    spec = {"width": 420, "vconcat": [{"width": 480}, {"columns": 4}], "x": 1}
+    changes = {"width": 268, "vconcat": [{"width": 240}, {"columns": 2}]}
+    assert overlaid(spec, changes) == {
+        "width": 268,
+        "vconcat": [{"width": 240}, {"columns": 2}],
+        "x": 1,
+    }
+    assert spec["width"] == 420, "the spec is left as it was"
+    assert overlaid({"legend": {"a": 1}}, {"legend": None}) == {"legend": None}
+    with pytest.raises(ValueError, match="must list 2"):
+        overlaid({"v": [1, 2]}, {"v": [1]})
+
+
+def test_every_figure_has_a_narrow_layout_without_words():
+    """Each narrow layout is laid over its figure (the page does the same,
+    book/_static/interactive.js) and changes only numbers and places: no
+    word a translation would miss."""
+    maps = {h: torch.softmax(torch.randn(h, 5, 5), -1) for h in (1, 2, 4, 8)}
+    moved = {h: torch.rand(5) for h in maps}
+    tokens = [f"t{i}" for i in range(12)]
+    figures = {
+        "records": records_chart(
+            RECORDS, x="cost", y="loss", color="variant", select="task"
+        ),
+        "maps": attention_by_head_count(maps, moved),
+        "weights": ownership_by_head_count(
+            mha_lib.MultiHeadAttention(12, 1), [1, 2, 3, 4]
+        ),
+        "explorer": attention_explorer(
+            [(tokens, torch.rand(2, 3, 12, 12))], cell=20
+        ),
+    }
+    narrow = {
+        name: overlaid(f.spec, f.spec["usermeta"]["narrow"])
+        for name, f in figures.items()
+    }
+    assert narrow["records"]["width"] <= NARROW - 60
+    assert narrow["records"]["encoding"]["color"]["legend"]["orient"] == (
+        "bottom"
+    )
+    bars, heatmaps = narrow["maps"]["vconcat"]
+    assert heatmaps["columns"] == 2 and bars["width"] == 2 * 120
+    assert heatmaps["spec"] == figures["maps"].spec["vconcat"][1]["spec"]
+    assert narrow["weights"]["columns"] == 1
+    step = narrow["explorer"]["width"]["step"]
+    assert step < 20 and 12 * step <= NARROW - 120
+    for figure in figures.values():
+        words = json.dumps(figure.spec["usermeta"]["narrow"])
+        assert "title" not in words and "label" not in words, words

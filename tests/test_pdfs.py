@@ -77,6 +77,9 @@ def test_the_pdf_of_the_book_holds_every_chapter(english_pdf):
     )
     printed.assert_no_link_to_the_build(reader)
     printed.assert_no_text_about_controls(html_root, squeezed)
+    printed.assert_every_interactive_figure_names_its_selection(
+        html_root, squeezed
+    )
     # the contents give each chapter's page, and the chapter starts there;
     # each answer's too, the page its heading is printed on
     chapters = contents_lines(reader, r"(\d+\. .*?)")

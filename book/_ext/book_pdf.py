@@ -12,7 +12,8 @@ on screen is adapted: folded code is left out, and what it printed shows as on
 screen before a click (a folded list of claims as its one line), except a
 folded table, which prints open; the exercise solutions print in full under
 their label, controls of
-interactive figures are left out, and so is the text that tells how to use
+interactive figures are left out (a line names the selection each shows),
+and so is the text that tells how to use
 them (a page's ``{container} on-screen``). Nothing is executed again: the
 PDF shows the outputs of this build. The browser is the system's Chromium,
 else the one Playwright installed for itself (:func:`find_chromium`, which the
@@ -64,6 +65,11 @@ body { padding: 0 !important; margin: 0 !important; }
 }
 .mha-interactive .vega-bindings, .headerlink, .copybtn, .on-screen {
   display: none !important;
+}
+/* in place of its controls, a figure names the selection it shows */
+.mha-printed-selection {
+  display: block !important; font-size: 0.9em; font-style: italic;
+  margin: -1em 0 1em;
 }
 .pdf-solution { font-weight: 600; margin: 0.8em 0 0.2em; }
 pre { white-space: pre-wrap !important; word-break: break-word; }
@@ -129,7 +135,7 @@ UNPAINTED = "img, svg { visibility: hidden !important; }"
 # a minute.
 READY = """async () => {
   const undrawn = () => [...document.querySelectorAll('.mha-interactive')]
-    .filter(e => !e.querySelector('svg')).length;
+    .filter(e => e.dataset.settled !== 'yes').length;
   const deadline = Date.now() + 60000;
   while (undrawn() && Date.now() < deadline)
     await new Promise(r => setTimeout(r, 100));
@@ -713,14 +719,16 @@ def _build_pdf(app, exception):
     logger.info(f"book_pdf: wrote {PDF_NAME}")
 
 
-def book_pdf_button(buttons, url, tooltip):
+def book_pdf_button(buttons, url, label, tooltip):
     """``buttons``, the theme's header buttons, with its ".pdf" download
     (the browser printing the page in view) turned into a link to the
-    book's PDF at ``url``."""
+    book's PDF at ``url``, named ``label``."""
     for group in buttons:
         for button in group.get("buttons", []):
             if button.get("label") == "download-pdf-button":
-                button.update(type="link", url=url, tooltip=tooltip)
+                button.update(
+                    type="link", url=url, text=label, tooltip=tooltip
+                )
                 button.pop("javascript", None)
     return buttons
 
@@ -728,9 +736,10 @@ def book_pdf_button(buttons, url, tooltip):
 def _link_the_pdf(app, pagename, templatename, context, doctree):
     if "header_buttons" in context and "pathto" in context:
         chinese = (app.config.language or "en").startswith("zh")
+        label = "整本书（PDF）" if chinese else "The book (PDF)"
         tooltip = "整本书的 PDF" if chinese else "The whole book as a PDF"
         url = context["pathto"](PDF_NAME, 1)
-        book_pdf_button(context["header_buttons"], url, tooltip)
+        book_pdf_button(context["header_buttons"], url, label, tooltip)
 
 
 def setup(app):

@@ -390,7 +390,7 @@ class ControlsTranslated(SphinxTransform):
     and what a control selects stay as the run wrote them."""
 
     default_priority = 12
-    SPEC = re.compile(r"(vegaEmbed\(\"#[\w-]+\", )(\{.*\})(, \{actions)", re.S)
+    SPEC = re.compile(r"(mhaEmbed\(\"#[\w-]+\", )(\{.*\})(, \{actions)", re.S)
 
     def apply(self):
         if not is_chinese(self.config):

@@ -2,10 +2,13 @@
 (``mha_lib.course.interactive``) on the page.
 
 A notebook output of MIME type ``application/vnd.vegalite.v5+json`` becomes a
-``<div>`` and a call to ``vegaEmbed``; pages holding one load Vega, Vega-Lite
-and Vega-Embed from the book's own ``_static/vega`` (``book/_static/vega``), so
-the controls work with no kernel and no network. myst-nb renders MIME types
-through plugins it collects once into a cached list; we add ours to that list.
+``<div>`` and a call to ``mhaEmbed`` (``book/_static/interactive.js``:
+Vega-Embed, in the figure's narrow layout where the column is narrower than
+the figure, and a line naming the selection for print); pages holding one load
+Vega, Vega-Lite and Vega-Embed from the book's own ``_static/vega``
+(``book/_static/vega``), so the controls work with no kernel and no network.
+myst-nb renders MIME types through plugins it collects once into a cached
+list; we add ours to that list.
 """
 
 import hashlib
@@ -21,6 +24,7 @@ SCRIPTS = [
     "vega/vega@5.33.1.min.js",
     "vega/vega-lite@5.23.0.min.js",
     "vega/vega-embed@6.29.0.min.js",
+    "interactive.js",
 ]
 MARKER = "mha-interactive"
 HTML_BUILDERS = ("html", "dirhtml", "singlehtml")
@@ -53,7 +57,7 @@ class VegaLiteRenderer:
         )
         html = (
             f'<div class="{MARKER}" id="{element}"></div>\n'
-            f'<script>vegaEmbed("#{element}", {spec_json}, '
+            f'<script>mhaEmbed("#{element}", {spec_json}, '
             '{actions: false, renderer: "svg"})'
             f".catch(error => console.error(error));</script>"
         )

@@ -16,6 +16,10 @@ Usage, for any table of results (one dict per measurement)::
 shows ``loss`` against ``cost``, one line per ``variant``, and a drop-down that
 picks the ``task``. The y axis keeps one range for every choice, so switching
 compares like with like.
+
+Each figure also carries its layout for a phone (``usermeta.narrow``: the
+changes :func:`overlaid` lays over the specification, numbers and places but
+no words), drawn where the page's column is narrower than the figure.
 """
 
 import json
@@ -29,6 +33,11 @@ MIMETYPE = "application/vnd.vegalite.v5+json"
 # an identifier: nothing is fetched
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 MARKS = ("line", "point", "bar")
+# pixels: a phone's column (390 px less the page's margins), the width every
+# figure's narrow layout is drawn for
+NARROW = 358
+# pixels beside a plot for its axis's labels and title
+AXIS_ROOM = 90
 CONTROLS = ("select", "radio")
 # Tableau 10 and two more: neighbouring heads get clearly different colours
 HEAD_COLOURS = [
@@ -62,7 +71,7 @@ class Interactive:
     """A Vega-Lite figure; displaying it in a notebook hands the specification
     to the front end."""
 
-    def __init__(self, spec, *, description):
+    def __init__(self, spec, *, description, narrow=None):
         # resize: the drawing grows and shrinks with the data a control selects
         # (e.g. more heatmaps)
         autosize = {"type": "pad", "resize": True}
@@ -75,6 +84,8 @@ class Interactive:
             "background": "white",
             **spec,
         }
+        if narrow is not None:
+            self.spec["usermeta"] = {"narrow": narrow}
         # fail here, not in the reader's browser
         json.dumps(self.spec, allow_nan=False)
 
@@ -93,6 +104,26 @@ class Interactive:
             MIMETYPE: self.spec,
             "text/plain": f"<interactive figure: {self.spec['description']}>",
         }
+
+
+def overlaid(spec, changes):
+    """``spec`` with ``changes`` laid over it, as the page draws a figure's
+    narrow layout: a dict's keys are laid over the spec's dict, a list's
+    items over the spec's list item by item, and anything else replaces what
+    it falls on (``None`` included). ``spec`` is left as it was."""
+    if isinstance(changes, dict) and isinstance(spec, dict):
+        laid = dict(spec)
+        for key, change in changes.items():
+            laid[key] = overlaid(spec.get(key), change)
+        return laid
+    if isinstance(changes, list) and isinstance(spec, list):
+        if len(changes) != len(spec):
+            raise ValueError(
+                f"changes to a list of {len(spec)} items must list "
+                f"{len(spec)}, got {len(changes)}"
+            )
+        return [overlaid(item, change) for item, change in zip(spec, changes)]
+    return changes
 
 
 def records_chart(
@@ -151,7 +182,17 @@ def records_chart(
         "mark": _mark(mark),
         "encoding": encoding,
     }
-    return _titled(spec, title, f"{y} against {x}, by {select}")
+    # narrow: the legends below the plot, which takes the column's width
+    below = {"legend": {"orient": "bottom", "columns": 1}}
+    narrow = {
+        "width": min(width, NARROW - AXIS_ROOM),
+        "encoding": {
+            channel: below
+            for channel, field in (("color", color), ("shape", shape))
+            if field is not None
+        },
+    }
+    return _titled(spec, title, f"{y} against {x}, by {select}", narrow=narrow)
 
 
 def _check_numbers(records, fields):
@@ -184,12 +225,13 @@ def _mark(mark):
     return {"type": mark, "tooltip": True}
 
 
-def _titled(spec, title, description):
-    """An :class:`Interactive` of ``spec``, with ``title`` when given; its
-    description is the title, or else ``description``."""
+def _titled(spec, title, description, *, narrow):
+    """An :class:`Interactive` of ``spec`` and its ``narrow`` layout, with
+    ``title`` when given; its description is the title, or else
+    ``description``."""
     if title:
         spec["title"] = title
-    return Interactive(spec, description=title or description)
+    return Interactive(spec, description=title or description, narrow=narrow)
 
 
 def attention_by_head_count(
@@ -229,10 +271,14 @@ def attention_by_head_count(
     moved_chart = _difference_bars(bars, top, columns * panel)
     # the bars on top keep their place when the number of heatmap rows changes
     spec = {"params": [pick], "vconcat": [moved_chart, heatmaps]}
+    # narrow: two maps a row, as many as fit
+    across = max(1, min(columns, (NARROW - AXIS_ROOM) // panel))
+    narrow = {"vconcat": [{"width": across * panel}, {"columns": across}]}
     return _titled(
         spec,
         title,
         "attention maps and output difference by number of heads",
+        narrow=narrow,
     )
 
 
@@ -377,7 +423,9 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
             )
         ],
         "transform": _ownership_transform(width),
-        "hconcat": [
+        # side by side; in the narrow layout one above the other
+        "columns": 2,
+        "concat": [
             _owned_matrix(
                 "in",
                 "query, key, value projections",
@@ -396,7 +444,12 @@ def ownership_by_head_count(layer, head_counts, *, title=None, pixel=3):
             ),
         ],
     }
-    return _titled(spec, title, "weights coloured by the head that owns them")
+    return _titled(
+        spec,
+        title,
+        "weights coloured by the head that owns them",
+        narrow={"columns": 1},
+    )
 
 
 def _fused_weights(layer):
@@ -550,7 +603,18 @@ def attention_explorer(examples, *, title=None, cell=20, start=None):
         "mark": {"type": "rect"},
         "encoding": _explorer_encoding(),
     }
-    return _titled(spec, title, "every head's attention, one at a time")
+    # narrow: cells as small as the longest sentence needs to fit beside
+    # its tokens (down to 10 px), the colour scale below the map
+    longest = max(len(tokens) for tokens, _ in examples)
+    small = max(10, min(cell, (NARROW - AXIS_ROOM - 50) // longest))
+    narrow = {
+        "width": {"step": small},
+        "height": {"step": small},
+        "encoding": {"color": {"legend": {"orient": "bottom"}}},
+    }
+    return _titled(
+        spec, title, "every head's attention, one at a time", narrow=narrow
+    )
 
 
 def _check_example(index, tokens, weights):
