@@ -14,6 +14,7 @@ from browsing import (
     check_pages,
     check_phone_width,
     pages,
+    search_excerpts,
     skip_without_a_browser,
     visit,
 )
@@ -96,4 +97,10 @@ def test_search_finds_a_term(site, browser):
     )
     assert results >= 1, "search found nothing for 'parameters'"
     assert not script_errors, script_errors
+    page.close()
+    # an excerpt is cut around the words sought, its math read as text
+    page, _ = visit(browser, urljoin(base, "search.html?q=head%20size"))
+    excerpts = search_excerpts(page)
+    assert "head size" in excerpts[0].lower(), excerpts[0]
+    assert not [e for e in excerpts if "\\(" in e], excerpts
     page.close()

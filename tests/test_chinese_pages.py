@@ -16,6 +16,7 @@ from browsing import (
     check_phone_width,
     opener,
     pages,
+    search_excerpts,
     skip_without_a_browser,
     visit,
 )
@@ -67,6 +68,12 @@ def test_chinese_search_finds_words(site, browser):
         )
         assert not script_errors, script_errors
         assert any("/zh/notebooks/" in path for path in found), (query, found)
+        excerpts = search_excerpts(page)
+        assert not [e for e in excerpts if "\\(" in e], (
+            f"{query}: raw TeX in the excerpts: {excerpts}"
+        )
+        if len(query) > 1:  # cut around the word sought, not a piece of it
+            assert query in excerpts[0], (query, excerpts[0])
         page.close()
 
 
