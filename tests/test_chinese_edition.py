@@ -395,6 +395,32 @@ def test_the_hover_text_of_a_chinese_page_is_chinese(twins):
     assert counted > 100, counted  # the same measure finds the English
 
 
+def download_labels(page):
+    """The words of a page's download menu."""
+    return [
+        label.get_text(strip=True)
+        for label in page.select(
+            ".dropdown-download-buttons .btn__text-container"
+        )
+    ]
+
+
+def test_the_download_menu_names_its_files_in_each_edition(twins):
+    """A chapter's menu names the notebook and the book's PDF, not the bare
+    suffixes ".ipynb" and ".pdf"; in Chinese on a Chinese page."""
+    chapters = [t for t in twins if t[0].startswith("notebooks/")]
+    assert len(chapters) == 7
+    for name, english, chinese in chapters:
+        assert download_labels(english) == [
+            "Notebook (.ipynb)",
+            "The book (PDF)",
+        ], name
+        assert download_labels(chinese) == [
+            "笔记本（.ipynb）",
+            "整本书（PDF）",
+        ], name
+
+
 def test_the_measure_of_a_printed_line_in_english():
     sentence = "36 heads removed before fewer than half of the held-out"
     assert FOUR_ENGLISH_WORDS.search(sentence)

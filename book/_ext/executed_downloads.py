@@ -706,8 +706,30 @@ def no_markdown_download(app, pagename, templatename, context, doctree):
             ]
 
 
+# the download menu's words for a chapter's notebook: (label, tooltip)
+NOTEBOOK_BUTTON = {
+    "en": (
+        "Notebook (.ipynb)",
+        "This chapter as a notebook, with its outputs",
+    ),
+    "zh": ("笔记本（.ipynb）", "本章的笔记本，含运行结果"),
+}
+
+
+def name_the_notebook(app, pagename, templatename, context, doctree):
+    """The download menu names a chapter's notebook in the page's language,
+    not by its bare suffix ".ipynb"."""
+    language = "zh" if (app.config.language or "").startswith("zh") else "en"
+    label, tooltip = NOTEBOOK_BUTTON[language]
+    for group in context.get("header_buttons", []):
+        for button in group.get("buttons", []):
+            if button.get("label") == "download-source-button":
+                button.update(text=label, tooltip=tooltip)
+
+
 def setup(app):
     app.connect("build-finished", _offer_executed)
     # after the theme has made its buttons (priority 501)
     app.connect("html-page-context", no_markdown_download, priority=502)
+    app.connect("html-page-context", name_the_notebook, priority=503)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
