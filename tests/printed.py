@@ -131,7 +131,8 @@ def assert_every_interactive_figure_names_its_selection(html_root, text):
         path.read_text().count("mhaEmbed(")
         for path in html_root.glob("notebooks/*.html")
     )
-    shown = "图中所示：" if "/zh" in html_root.as_posix() else "Shown:"
+    # the text is NFKC-normalized: a full-width colon reads ":"
+    shown = "图中所示:" if "/zh" in html_root.as_posix() else "Shown:"
     lines = re.findall(re.escape(shown) + r"[^=]+=", text)
     assert figures >= 5 and len(lines) == figures, (
         f"{figures} interactive figures, {len(lines)} printed lines "

@@ -164,7 +164,6 @@ def records_chart(
     if mark not in MARKS:
         raise ValueError(f"mark must be one of {MARKS}, got {mark!r}")
     _check_numbers(records, (x, y))
-    choices = _choices(records, select)
     encoding = {
         "x": _axis(records, x, xlabel, logx),
         "y": _axis(records, y, ylabel, logy),
@@ -177,22 +176,29 @@ def records_chart(
         "width": width,
         "height": height,
         "data": {"values": records},
-        "params": [_control("pick", select, choices, control, start)],
+        "params": [
+            _control("pick", select, _choices(records, select), control, start)
+        ],
         "transform": [{"filter": f"datum[{json.dumps(select)}] == pick"}],
         "mark": _mark(mark),
         "encoding": encoding,
     }
-    # narrow: the legends below the plot, which takes the column's width
+    narrow = _narrow_records(width, encoding)
+    return _titled(spec, title, f"{y} against {x}, by {select}", narrow=narrow)
+
+
+def _narrow_records(width, encoding):
+    """:func:`records_chart`'s narrow layout: the plot takes the column's
+    width, its legends go below it."""
     below = {"legend": {"orient": "bottom", "columns": 1}}
-    narrow = {
+    return {
         "width": min(width, NARROW - AXIS_ROOM),
         "encoding": {
             channel: below
-            for channel, field in (("color", color), ("shape", shape))
-            if field is not None
+            for channel in ("color", "shape")
+            if channel in encoding
         },
     }
-    return _titled(spec, title, f"{y} against {x}, by {select}", narrow=narrow)
 
 
 def _check_numbers(records, fields):
