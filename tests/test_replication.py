@@ -461,3 +461,40 @@ def test_each_word_of_the_rule_on_two_planted_seeds(
     )
     assert status == failed
     assert "On new seeds a claim is FAILED where" in "\n".join(lines)
+
+
+def test_a_verdict_read_on_a_text_is_held_reversed_or_unresolved():
+    """A verdict stated elsewhere, read on a text's runs scored piece by
+    piece: held where the interval over seeds and pieces lies on its side
+    of zero, reversed on the other, unresolved where it holds zero, even
+    when the seeds alone resolve it."""
+    generator = torch.Generator().manual_seed(0)
+    characters = torch.randint(100, 400, (30,), generator=generator)
+    base = 2 + 0.2 * torch.rand(15, 30, generator=generator)
+
+    def runs(gap, seed_spread, piece_spread):
+        shift = (
+            gap
+            + seed_spread * torch.randn(15, 1, generator=generator)
+            + piece_spread * torch.randn(1, 30, generator=generator)
+        )
+        return (base + shift) * characters, base * characters
+
+    worse = runs(0.02, 0.002, 0.005)
+    read = replication.on_a_text("worse", *worse, characters, confidence=0.99)
+    assert read["reading"] == "held" and read["text"][0] == "worse"
+    mean, low, high = read["seeds"][1]
+    assert read["seeds"][0] == "worse" and low < mean < high
+    assert abs(mean - 0.02) < 0.005
+    read = replication.on_a_text("better", *worse, characters, confidence=0.99)
+    assert read["reading"] == "reversed"
+    # the seeds agree, the pieces do not
+    scattered = runs(0.01, 0.0005, 0.08)
+    read = replication.on_a_text(
+        "worse", *scattered, characters, confidence=0.99
+    )
+    assert read["seeds"][0] == "worse" and read["reading"] == "unresolved"
+    with pytest.raises(ValueError, match="worse or better"):
+        replication.on_a_text(
+            "not resolved", *worse, characters, confidence=0.99
+        )

@@ -21,8 +21,15 @@ import math
 import numbers
 from dataclasses import dataclass
 
+import torch
+
 from . import report, results
-from .statistics import paired_t_interval, wilson_interval
+from .statistics import (
+    finite,
+    paired_t_interval,
+    seeds_and_text_bootstrap,
+    wilson_interval,
+)
 
 MOST_SEEDS = 1000  # more would be days of training, most likely a typo
 # Fewer seeds than this can refute a share, not establish it. Ten is the
@@ -183,6 +190,49 @@ def paired_verdict(first, second):
         first, second, confidence=VERDICT_CONFIDENCE
     )
     return side_of_zero(low, high), (mean, low, high)
+
+
+# what a text's seeds and pieces said of a verdict stated on another text
+READINGS = ("held", "reversed", "unresolved")
+
+
+def on_a_text(stated, first, second, characters, *, confidence):
+    """What one text says of a verdict (``worse`` or ``better``) stated for
+    ``first`` minus ``second`` elsewhere: ``first`` and ``second`` are each
+    run's loss summed over each piece of the text, ``(seeds, pieces)``, row
+    ``s`` of both from seed ``s``, and ``characters`` each piece's length.
+
+    Returns ``{"seeds": (word, (mean, low, high)), "text": (word, (mean,
+    low, high)), "reading": held | reversed | unresolved}``: the paired
+    t interval over seeds alone (the chapter's), the interval over seeds and
+    pieces together (:func:`.statistics.seeds_and_text_bootstrap`), both at
+    ``confidence``, and what the second says of the verdict."""
+    if stated not in ("worse", "better"):
+        raise ValueError(
+            f"a verdict to read on a text is worse or better, got {stated!r}"
+        )
+    characters = finite("characters", characters)
+    scores = [  # each run's loss per character over the whole text
+        torch.as_tensor(runs, dtype=torch.float64).sum(1) / characters.sum()
+        for runs in (first, second)
+    ]
+    by_seeds = paired_t_interval(*scores, confidence=confidence)
+    by_text = seeds_and_text_bootstrap(
+        first, second, characters, confidence=confidence
+    )
+    found = side_of_zero(*by_text[1:])
+    reading = (
+        "unresolved"
+        if found == "not resolved"
+        else "held"
+        if found == stated
+        else "reversed"
+    )
+    return {
+        "seeds": (side_of_zero(*by_seeds[1:]), by_seeds),
+        "text": (found, by_text),
+        "reading": reading,
+    }
 
 
 def verdict_outcome(stated, found):
