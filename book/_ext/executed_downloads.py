@@ -32,6 +32,7 @@ what the chapter prints and draws with them (``mha_lib.course.chinese.use``).
 
 import ast
 import base64
+import functools
 import gzip
 import io
 import json
@@ -495,12 +496,22 @@ def chinese_files():
     words of the outputs' catalog as JSON and the Chinese font cut down to
     their characters."""
     from chinese_edition import HEADERS, catalog_file
-    from fontTools import subset
 
     from mha_lib.course.figure_editions import FONT
 
     words = catalog_file(HEADERS)
     text = json.dumps(words, ensure_ascii=False, sort_keys=True, indent=0)
+    return {"outputs.json": text.encode("utf-8"), FONT.name: font_for(text)}
+
+
+@functools.lru_cache(maxsize=4)  # every chapter of a build: one catalog
+def font_for(text):
+    """The Chinese font cut down to the characters of ``text``, as WOFF
+    bytes: the same text, the same bytes."""
+    from fontTools import subset
+
+    from mha_lib.course.figure_editions import FONT
+
     options = subset.Options()
     options.flavor = "woff"
     options.layout_features = ["*"]
@@ -512,7 +523,7 @@ def chinese_files():
     font.recalcTimestamp = False  # the same catalog, the same bytes
     cut = io.BytesIO()
     subset.save_font(font, cut, options)
-    return {"outputs.json": text.encode("utf-8"), FONT.name: cut.getvalue()}
+    return cut.getvalue()
 
 
 def python_dict(strings):
