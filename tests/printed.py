@@ -125,14 +125,14 @@ def assert_no_text_about_controls(html_root, text):
 def assert_every_interactive_figure_names_its_selection(html_root, text):
     """Paper has no controls: each interactive figure of the chapters prints
     a line naming the selection it shows (``book/_static/interactive.js``),
-    "Shown: task = offset copy". ``text``: the PDF's text, without white
-    space."""
+    "Shown: task = offset copy (the web page can switch it)". ``text``: the
+    PDF's text, without white space."""
     figures = sum(
         path.read_text().count("mhaEmbed(")
         for path in html_root.glob("notebooks/*.html")
     )
     # the text is NFKC-normalized: a full-width colon reads ":"
-    shown = "图中所示:" if "/zh" in html_root.as_posix() else "Shown:"
+    shown = "本图所示:" if "/zh" in html_root.as_posix() else "Shown:"
     lines = re.findall(re.escape(shown) + r"[^=]+=", text)
     assert figures >= 5 and len(lines) == figures, (
         f"{figures} interactive figures, {len(lines)} printed lines "

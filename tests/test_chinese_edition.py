@@ -412,11 +412,11 @@ def test_the_download_menu_names_its_files_in_each_edition(twins):
     assert len(chapters) == 7
     for name, english, chinese in chapters:
         assert download_labels(english) == [
-            "Notebook (.ipynb)",
+            "This chapter (.ipynb)",
             "The book (PDF)",
         ], name
         assert download_labels(chinese) == [
-            "笔记本（.ipynb）",
+            "本章笔记本（.ipynb）",
             "整本书（PDF）",
         ], name
 

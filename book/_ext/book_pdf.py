@@ -68,7 +68,7 @@ body { padding: 0 !important; margin: 0 !important; }
 }
 /* in place of its controls, a figure names the selection it shows */
 .mha-printed-selection {
-  display: block !important; font-size: 0.9em; font-style: italic;
+  display: block !important; font-size: 0.9em; color: #555;
   margin: -1em 0 1em;
 }
 .pdf-solution { font-weight: 600; margin: 0.8em 0 0.2em; }

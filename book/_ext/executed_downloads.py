@@ -311,7 +311,7 @@ HOW_TO_RUN = {
     ),
     "zh": (
         "**《多头注意力，有问必答》的一章，下载时带有运行输出。** "
-        "运行方法：在 Colab 上选择 *File → Upload notebook*，"
+        "运行方法：在 Colab 上选择 *File → Upload notebook*（文件 → 上传笔记本），"
         "再选择 *Runtime → Run all*；在 Kaggle 上选择 "
         "*File → Import notebook*；在本地任意 Jupyter 中打开后"
         "运行全部单元格。它需要 PyTorch 2.1 或更新的版本，但不会替你安装："
@@ -720,10 +720,10 @@ def no_markdown_download(app, pagename, templatename, context, doctree):
 # the download menu's words for a chapter's notebook: (label, tooltip)
 NOTEBOOK_BUTTON = {
     "en": (
-        "Notebook (.ipynb)",
+        "This chapter (.ipynb)",
         "This chapter as a notebook, with its outputs",
     ),
-    "zh": ("笔记本（.ipynb）", "本章的笔记本，含运行结果"),
+    "zh": ("本章笔记本（.ipynb）", "本章的笔记本，含运行结果"),
 }
 
 

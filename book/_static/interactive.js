@@ -8,7 +8,10 @@
 // shows.
 (function () {
   const ZH = document.documentElement.lang.startsWith("zh");
-  const SHOWN = ZH ? "图中所示：" : "Shown: ";
+  // the printed line: what the figure shows, and that the page can change it
+  const SHOWN = ZH
+    ? ["本图所示：", "（网页版可切换）"]
+    : ["Shown: ", " (the web page can switch it)"];
 
   // `spec` with `changes` laid over it: dicts key by key, lists item by
   // item; anything else replaces what it falls on.
@@ -151,7 +154,9 @@
         const svg = box.querySelector("svg");
         drawn = { layout, view: result.view, width: svg ? svg.getBoundingClientRect().width : 0 };
         if (layout === "full") fullWidth = drawn.width;
-        const name = () => { printed.textContent = SHOWN + selection(spec, result.view); };
+        const name = () => {
+          printed.textContent = SHOWN[0] + selection(spec, result.view) + SHOWN[1];
+        };
         name();
         for (const param of spec.params || []) {
           if (param.bind) result.view.addSignalListener(param.name, name);

@@ -837,5 +837,10 @@ def _axis(records, field, label, log):
         "type": "quantitative",
         "title": label or field,
         "scale": {**scale, "nice": True},
-        "axis": {"format": "~s" if large else "~g", "labelOverlap": "greedy"},
+        # a label that would touch its neighbour is left out
+        "axis": {
+            "format": "~s" if large else "~g",
+            "labelOverlap": "greedy",
+            "labelSeparation": 4,
+        },
     }
