@@ -311,10 +311,12 @@ HOW_TO_RUN = {
     ),
     "zh": (
         "**《多头注意力，有问必答》的一章，下载时带有运行输出。** "
-        "运行方法：在 Colab 上选择 *File → Upload notebook*（文件 → 上传笔记本），"
-        "再选择 *Runtime → Run all*；在 Kaggle 上选择 "
-        "*File → Import notebook*；在本地任意 Jupyter 中打开后"
-        "运行全部单元格。它需要 PyTorch 2.1 或更新的版本，但不会替你安装："
+        "运行方法：在 Colab 上选择 *File → Upload notebook*"
+        "（文件 → 上传笔记本），再选择 *Runtime → Run all*"
+        "（代码执行程序 → 全部运行）；在 Kaggle 上选择 "
+        "*File → Import notebook*（文件 → 导入笔记本）；"
+        "在本地任意 Jupyter 中打开后运行全部单元格。"
+        "它需要 PyTorch 2.1 或更新的版本，但不会替你安装："
         "缺少 PyTorch 时，第一个代码单元格会停下，并给出 CPU 版和 GPU 版的"
         "安装命令。这个单元格会安装本课程的库 "
         "`mha_lib`（它就装在这个笔记本里），连同 "
