@@ -1,16 +1,21 @@
 // The search page's excerpts (Sphinx's searchtools.js), cut for a reader:
 // from the page's prose (not its contents list, code or printed tables)
-// where the prose holds a word sought, around the whole query first, and
-// with math as text: "\(d/h\)" reads "d/h".
+// where the prose holds a word sought, else from what the code printed, else
+// from the code; around the whole query first; with math as text: "\(d/h\)"
+// reads "d/h".
 (function () {
   const WORDS = { times: "×", cdot: "·", top: "ᵀ", sqrt: "√", ldots: "…", dots: "…", le: "≤", ge: "≥", approx: "≈" };
-  // what is not prose: navigation, the contents list, code and its outputs
-  const NOT_PROSE = [
+  // what an excerpt leaves out, tried in turn until the words sought are
+  // left: the page's frame (navigation, its contents list, the language
+  // link), then code and what it printed; at last only the frame
+  const FRAME = [
     ".headerlink", "script", "style", "nav", "footer", ".bd-sidebar-secondary",
     ".bd-header-article", ".prev-next-area", ".bd-toc", ".onlyprint",
-    ".edition-switch", ".cell_input",
-    ".cell_output", "div.highlight", "details", ".mha-claims",
-  ].join(", ");
+    ".edition-switch", "button", "summary", ".collapsed.admonition-title",
+  ];
+  const CODE = [".cell_input", "div.highlight"];
+  const OUTPUT = [".cell_output", "details", ".mha-claims"];
+  const LEFT_OUT = [[...FRAME, ...CODE, ...OUTPUT], [...FRAME, ...CODE], FRAME];
   const CONTEXT = 120; // characters before the word, as Sphinx shows
   const LENGTH = 240;
 
@@ -27,14 +32,13 @@
     });
   }
 
-  // the page's text (all of it, or its prose alone), its math as text
-  function textOf(html, anchor, proseOnly) {
+  // the page's text without what `leftOut` selects, its math as text
+  function textOf(html, anchor, leftOut) {
     const page = new DOMParser().parseFromString(html, "text/html");
     const main = page.querySelector('[role="main"]');
     if (!main) return "";
     const part = (anchor && main.querySelector(anchor)) || main;
-    const removed = proseOnly ? NOT_PROSE : ".headerlink, script, style";
-    part.querySelectorAll(removed).forEach((element) => element.remove());
+    part.querySelectorAll(leftOut.join(", ")).forEach((element) => element.remove());
     return plainMath(part.textContent).replace(/\s+/g, " ").trim();
   }
 
@@ -51,13 +55,15 @@
 
   function summary(html, keywords, anchor) {
     const query = (new URLSearchParams(window.location.search).get("q") || "").trim();
-    let text = textOf(html, anchor, true);
-    let at = found(text, query, keywords);
-    if (at < 0) { // the words are only in code or tables: the whole page
-      text = textOf(html, anchor, false);
-      at = Math.max(found(text, query, keywords), 0);
+    let text = "";
+    let at = -1;
+    for (const leftOut of LEFT_OUT) {
+      text = textOf(html, anchor, leftOut);
+      at = found(text, query, keywords);
+      if (at > -1) break;
     }
     if (!text) return null;
+    at = Math.max(at, 0);
     const start = Math.max(at - CONTEXT, 0);
     const excerpt = document.createElement("p");
     excerpt.classList.add("context");
