@@ -66,11 +66,6 @@ body { padding: 0 !important; margin: 0 !important; }
 .mha-interactive .vega-bindings, .headerlink, .copybtn, .on-screen {
   display: none !important;
 }
-/* in place of its controls, a figure names the selection it shows */
-.mha-printed-selection {
-  display: block !important; font-size: 0.9em; color: #555;
-  margin: -1em 0 1em;
-}
 .pdf-solution { font-weight: 600; margin: 0.8em 0 0.2em; }
 pre { white-space: pre-wrap !important; word-break: break-word; }
 /* long code runs on to the next page (kept whole, it would leave the page
