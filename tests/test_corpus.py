@@ -14,6 +14,7 @@ from mha_lib.course.corpus import (
     WEB_TEXT_FILE,
     WEB_TEXT_SHA256,
     Corpus,
+    bible_pieces,
     load_bible,
     load_web_text,
     piece_ids,
@@ -123,6 +124,19 @@ def test_the_course_copy_of_the_web_text_is_the_one_the_results_used():
     assert hashlib.sha256(text).hexdigest() == WEB_TEXT_SHA256
     parts = web_documents()
     assert [len(parts[s]) for s in ("train", "dev", "test")] == [540, 318, 316]
+
+
+def test_the_bibles_chapters_join_into_its_books_and_its_held_out_text():
+    chapters, books = bible_pieces("chapter"), bible_pieces("book")
+    held_out = chapters["held out"]
+    assert len(held_out) == 33 and held_out[0][0] == "2 Peter 1"
+    assert held_out[-1][0] == "Revelation 22"
+    for part in ("train", "held out"):
+        joined = "".join(text for _, text in chapters[part])
+        assert joined == "".join(text for _, text in books[part])
+    assert "".join(t for _, t in held_out) == load_bible().validation
+    with pytest.raises(ValueError, match="'book' or 'chapter'"):
+        bible_pieces("verse")
 
 
 def test_piece_ids_name_each_target_characters_piece():

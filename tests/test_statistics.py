@@ -143,6 +143,24 @@ def test_seeds_and_text_bootstrap_covers_no_gap_at_its_level(pieces):
     assert covered >= 180, f"covered zero in {covered} of 200"
 
 
+def test_seeds_and_text_bootstrap_counts_uneven_pieces_by_their_weight():
+    """The Bible's six scored books, one of them 69 % of the characters,
+    count as about two: where the books differ, the 95 % interval holds a
+    zero gap in at least 94 % of drawn experiments (counted as six, 90 %)."""
+    books = torch.tensor([8566, 12557, 1530, 1571, 3469, 61075])
+    covered = 0
+    for draw in range(200):
+        generator = torch.Generator().manual_seed(300 + draw)
+        base = 2 + 0.3 * torch.rand(15, 6, generator=generator)
+        shift = 0.02 * torch.randn(1, 6, generator=generator)
+        second, first = (x.double() * books for x in (base, base + shift))
+        _, low, high = seeds_and_text_bootstrap(
+            first, second, books, resamples=500, seed=draw
+        )
+        covered += low <= 0 <= high
+    assert covered >= 188, f"covered zero in {covered} of 200"
+
+
 def test_best_rate_counts_solved_seeds_before_the_median():
     losses = {
         0.01: [0.25, 0.25, 0.25, 0.25],  # a plateau, lowest median

@@ -109,17 +109,22 @@ def corpus_of(train, validation):
     return Corpus(train, validation, "".join(sorted(set(train + validation))))
 
 
-def bible_books(path=None, *, expected=TEXT_SHA256):
-    """``{"train": [(book, text)], "held out": [(book, text)]}``: the King
-    James Bible's books in order, each verse one line; the last six books
-    are held out."""
+def bible_pieces(by="book", path=None, *, expected=TEXT_SHA256):
+    """``{"train": [(name, text)], "held out": [(name, text)]}``: the King
+    James Bible in order, each verse one line, in pieces ``by`` book
+    ("Jude") or by chapter ("Jude 1"); the last six books are held out."""
+    if by not in ("book", "chapter"):
+        raise ValueError(f"by must be 'book' or 'chapter', got {by!r}")
     path = text_path() if path is None else path
-    books = {"train": {}, "held out": {}}
+    pieces = {"train": {}, "held out": {}}
     for verse in checked_lines(path, expected):
         part = "held out" if verse["book"] in HELD_OUT_BOOKS else "train"
-        text = books[part].get(verse["book"], "")
-        books[part][verse["book"]] = text + verse["text"] + "\n"
-    return {part: list(named.items()) for part, named in books.items()}
+        name = verse["book"]
+        if by == "chapter":
+            name += f" {verse['chapter']}"
+        text = pieces[part].get(name, "")
+        pieces[part][name] = text + verse["text"] + "\n"
+    return {part: list(named.items()) for part, named in pieces.items()}
 
 
 def load_bible(path=None, *, expected=TEXT_SHA256):
@@ -130,7 +135,7 @@ def load_bible(path=None, *, expected=TEXT_SHA256):
     ``.gz`` (default: :func:`text_path`). The SHA-256 of the text is checked
     first. Each verse is one line of text.
     """
-    books = bible_books(path, expected=expected)
+    books = bible_pieces("book", path, expected=expected)
     return corpus_of(books["train"], books["held out"])
 
 
