@@ -91,9 +91,14 @@ def test_paired_bootstrap_finds_a_real_difference_and_not_a_false_one():
 def runs_on_pieces(seeds, pieces, seed_spread, piece_spread, gap, seed=0):
     """``(first, second, characters)``: losses summed over each piece, where
     ``first`` costs ``gap`` bits a character more on average, each seed
-    moves the gap by ``seed_spread`` and each piece by ``piece_spread``."""
+    moves the gap by ``seed_spread`` and each piece by ``piece_spread``.
+    ``pieces``: how many, of 50 to 500 characters drawn, or each one's
+    characters (a tensor)."""
     generator = torch.Generator().manual_seed(seed)
-    characters = torch.randint(50, 500, (pieces,), generator=generator)
+    if isinstance(pieces, int):
+        pieces = torch.randint(50, 500, (pieces,), generator=generator)
+    characters = pieces
+    pieces = len(characters)
     base = 2 + 0.3 * torch.rand(seeds, pieces, generator=generator)
     shift = (
         gap
@@ -150,10 +155,7 @@ def test_seeds_and_text_bootstrap_counts_uneven_pieces_by_their_weight():
     books = torch.tensor([8566, 12557, 1530, 1571, 3469, 61075])
     covered = 0
     for draw in range(200):
-        generator = torch.Generator().manual_seed(300 + draw)
-        base = 2 + 0.3 * torch.rand(15, 6, generator=generator)
-        shift = 0.02 * torch.randn(1, 6, generator=generator)
-        second, first = (x.double() * books for x in (base, base + shift))
+        first, second, _ = runs_on_pieces(15, books, 0, 0.02, 0, 300 + draw)
         _, low, high = seeds_and_text_bootstrap(
             first, second, books, resamples=500, seed=draw
         )
