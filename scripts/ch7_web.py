@@ -41,9 +41,15 @@ result, so a run that stops resumes where it stopped. ``--threads`` sets the
 CPU threads (default 1); ``--plan`` lists the parts done and the next one,
 training nothing; ``--smoke`` runs the whole pipeline for a few steps into a
 temporary folder. ``--second`` runs the Bible's parts (a second process on a
-2-core machine), then joins the web text's.
+2-core machine), then joins the web text's. Two processes share the work by
+variant: each trains a variant no other process holds (an advisory lock, let
+go when its process ends, however it ends) and leaves the variants held
+elsewhere for later, when their parts are read from the partial file. That
+file stays when the results are written, for the process still running (run
+again, the command writes the same results without training).
 """
 
+import contextlib
 import math
 import time
 
@@ -80,6 +86,11 @@ from mha_lib.course.corpus import (
 from mha_lib.course.language_training import (
     bits_by_piece,
 )
+
+try:
+    import fcntl
+except ImportError:  # no advisory locks: one process at a time
+    fcntl = None
 
 # bits per character: a run's pieces against its own score (the same model,
 # summed in another order)
@@ -132,6 +143,44 @@ def trained(text, name, seeds, rates, schedule, device, *, by_piece):
     return records
 
 
+@contextlib.contextmanager
+def held(parts, index):
+    """Whether this process holds variant ``index`` of ``parts``'s run
+    (``True``) or another process does (``False``), for the ``with``
+    block."""
+    path = parts.folder / f"{parts.name}.variant-{index}.partial.lock"
+    with path.open("w") as lock:
+        if fcntl is None:
+            yield True
+            return
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+        else:
+            yield True
+
+
+def in_turn(parts, names, work, *, planning=False, wait=30):
+    """``[work(name) for name in names]``, where each name is worked on by
+    one process at a time: a name another process holds is left for later
+    and taken once that process lets it go (its parts then done, and read).
+    Checks every ``wait`` seconds while only held names are left. While
+    ``planning`` (training nothing), in order, holding nothing."""
+    if planning:
+        return [work(name) for name in names]
+    done, left = {}, list(names)
+    while left:
+        for name in list(left):
+            with held(parts, names.index(name)) as mine:
+                if mine:
+                    done[name] = work(name)
+                    left.remove(name)
+        if left:
+            time.sleep(wait)
+    return [done[name] for name in names]
+
+
 def characters_of(text):
     """Each scored piece's name and characters: the record's weights."""
     counts = [0] * len(text.names)
@@ -153,7 +202,7 @@ def main():
     def part(parts, key, text, name, seeds, rates, *, by_piece):
         """Part ``key`` of ``parts``: :func:`trained` runs, with the time,
         commit and environment they ran with."""
-        plan.append((parts, key))
+        plan.append((parts, name, key))
         if args.plan and key not in parts:
             raise Planned(key)
 
@@ -191,8 +240,10 @@ def main():
         documents = web_documents()
         dev = Text(load_web_text("dev"), documents["dev"], schedule)
         test = Text(load_web_text("test"), documents["test"], schedule)
-        variants = []
-        for name in RETUNED:
+
+        def tuned(name):
+            """``name`` tuned on the dev documents, then scored on the test
+            documents at the rate they chose."""
             tuning = {}  # {(seed, lr): run} on the dev documents
             tried = list(RATES)
             for seed in CHAPTER_TUNING:
@@ -216,9 +267,9 @@ def main():
                     tuning[r["seed"], r["lr"]] = r
                 tried = sorted([*tried, further])
             runs = reported(parts, test, name, best, "test documents")
-            variants.append(
-                tuned_record(name, test, tuning, tried, best, runs)
-            )
+            return tuned_record(name, test, tuning, tried, best, runs)
+
+        variants = in_turn(parts, RETUNED, tuned, planning=args.plan)
         return parts, {
             "settings": {
                 **settings(schedule, test.corpus),
@@ -237,8 +288,10 @@ def main():
         chapters = bible_pieces("chapter")["held out"]
         text = Text(load_bible(), chapters, schedule)
         stored = chapter_runs()
-        variants = []
-        for name in RETUNED:
+
+        def checked(name):
+            """``name``'s seeds 3 to 17 at the chapter's rate, each checked
+            against its stored score."""
             lr, finals = stored[name]
             runs = reported(parts, text, name, lr, "chapters")
             for seed, run in runs.items():
@@ -249,13 +302,13 @@ def main():
                         f"{name}, seed {seed}: {run['held_out'][-1]} "
                         f"bits, stored {finals[seed]}"
                     )
-            variants.append(
-                {
-                    **described(name, text.corpus),
-                    "rate": lr,
-                    "runs": [runs[s] for s in REPORTED],
-                }
-            )
+            return {
+                **described(name, text.corpus),
+                "rate": lr,
+                "runs": [runs[s] for s in REPORTED],
+            }
+
+        variants = in_turn(parts, RETUNED, checked, planning=args.plan)
         return parts, {
             "settings": {
                 **settings(schedule, text.corpus),
@@ -269,13 +322,16 @@ def main():
     try:
         for job in order:
             parts, data = job()
-            keys = [key for p, key in plan if p is parts]
+            # each variant's parts in the order it trained them, the
+            # variants in their own order, whichever process trained which
+            ordered = sorted(plan, key=lambda entry: RETUNED.index(entry[1]))
+            keys = [key for p, _, key in ordered if p is parts]
             data["parts"] = part_records(parts, keys)
             data["settings"]["pairs"] = [list(pair) for pair in CENTRAL]
-            if not args.plan:
-                parts.save(data, device=device)
+            if not args.plan:  # the parts kept for the other process
+                parts.save(data, device=device, keep=True)
     except Planned as error:
-        done = [key for p, key in plan if key in p]
+        done = [key for p, _, key in plan if key in p]
         print(f"{len(done)} parts done:", *done, sep="\n  ")
         print(f"next: {error}")
 

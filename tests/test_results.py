@@ -50,6 +50,46 @@ def test_two_processes_share_the_parts_of_one_run(tmp_path):
     other.get("b", lambda: 2)
     one.get("c", lambda: 3)  # writing must keep what the other wrote
     assert set(results.Parts("run", folder=tmp_path).done) == {"a", "b", "c"}
+    # the results written, the parts stay for the process still running
+    one.save({"x": 1}, device="cpu", keep=True)
+    late = results.Parts("run", folder=tmp_path)
+    assert late.get("b", lambda: 99) == 2, "a kept part is read, not run"
+
+
+def test_two_processes_of_chapter_7s_second_text_work_on_different_variants(
+    tmp_path, monkeypatch
+):
+    """A variant another process holds is left for later, then read: each
+    is worked on once, the results come back in the variants' order."""
+    import threading
+
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    from ch7_web import held, in_turn
+
+    parts, worked = results.Parts("run", folder=tmp_path), []
+
+    def work(name):
+        worked.append(name)
+        return parts.get(name, lambda: name.upper())
+
+    with held(parts, 0) as mine:  # the other process, on variant 0
+        assert mine
+        with held(parts, 0) as also:
+            assert not also, "a held variant is refused"
+        late = threading.Timer(0.3, lambda: parts.get("a", lambda: "A"))
+        late.start()
+        found = []
+        reader = threading.Thread(
+            target=lambda: found.append(
+                in_turn(parts, ["a", "b"], work, wait=0.05)
+            )
+        )
+        reader.start()
+        late.join()
+    reader.join(timeout=5)
+    assert found == [["A", "B"]]
+    assert worked == ["b", "a"], "b first, a once let go"
+    assert in_turn(parts, ["a", "b"], work, planning=True) == ["A", "B"]
 
 
 SHIPPED = sorted(

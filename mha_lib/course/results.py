@@ -185,6 +185,7 @@ COMMANDS = {
     "ch4_models": "python3 scripts/store_models.py ch4_models",
     "replication": "python3 scripts/replicate.py --seeds 100-119 --store",
     "ch7_sized": "python3 scripts/ch7_apart.py --sized",
+    "ch7_bible": "python3 scripts/ch7_web.py --second",
 }
 
 
@@ -448,9 +449,10 @@ class Parts:
     def seconds(self):
         return sum(part["seconds"] for part in self.done.values())
 
-    def save(self, data, *, device, ran_in=None):
+    def save(self, data, *, device, ran_in=None, keep=False):
         """:func:`save` ``data`` as ``<name>.json`` with the parts' wall time,
-        then remove the partial file; returns :class:`Saved`."""
+        then remove the partial file, or ``keep`` it (another process that
+        shares the parts may still read them); returns :class:`Saved`."""
         saved = save(
             self.name,
             data,
@@ -459,7 +461,8 @@ class Parts:
             folder=self.folder,
             ran_in=ran_in,
         )
-        self.discard()
+        if not keep:
+            self.discard()
         print(f"wrote {saved.path}: {self.seconds:.0f} s of training")
         return saved
 
