@@ -362,6 +362,13 @@ def test_a_downloaded_chapter_takes_its_prose_from_the_catalog():
         "## 标题\n\n一句话。\n\n- **一点**：更多的词。\n\n"
         "| a | b |\n|---|---|\n| 甲 | y |\n"
     )
+    # a short message is the cell, not a word inside an earlier glued name
+    text = "{glue:text}`ch7_both_held:d` held.\n\n| held | x |\n|---|---|\n"
+    catalog = {"held": "成立", "x": "甲"}
+    assert plain.translated(text + "| x | held |\n", catalog) == (
+        "{glue:text}`ch7_both_held:d` held.\n\n| 成立 | 甲 |\n|---|---|\n"
+        "| 甲 | 成立 |\n"
+    )
 
 
 def test_a_downloaded_chapter_opens_with_how_to_run_it():

@@ -10,6 +10,7 @@ fenced block keeps its content. ``translated`` turns the prose into the
 Chinese edition's, message by message, from the same catalogs the pages use.
 """
 
+import itertools
 import re
 from pathlib import Path
 
@@ -93,6 +94,9 @@ def translated(text, catalog):
     from markdown_it import MarkdownIt
 
     tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    # where each line starts, moved by the replacements made before it
+    lines = [0, *itertools.accumulate(map(len, text.splitlines(True)))]
+    shift = start = 0  # start: the end of the last replacement
     for token in tokens:
         if token.type != "inline" or not token.content.strip():
             continue
@@ -100,9 +104,18 @@ def translated(text, catalog):
         if message not in catalog:
             continue
         words = token.content.split()
-        pattern = r"[ \t]*\n?[ \t]*".join(map(re.escape, words))
+        # the whole message where its line starts or after: a table cell
+        # "held" is not the word ending an earlier {glue:text}`ch7_both_held`
+        spaced = r"[ \t]*\n?[ \t]*".join(map(re.escape, words))
+        pattern = re.compile(r"(?<!\w)" + spaced + r"(?!\w)")
+        line = lines[token.map[0]] + shift if token.map else 0
+        found = pattern.search(text, max(start, line))
+        if found is None:
+            continue
         replacement = catalog[message]
-        text = re.sub(pattern, lambda _, r=replacement: r, text, count=1)
+        text = text[: found.start()] + replacement + text[found.end() :]
+        shift += len(replacement) - len(found[0])
+        start = found.start() + len(replacement)
     return text
 
 
