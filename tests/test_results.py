@@ -62,31 +62,32 @@ def test_two_processes_of_chapter_7s_second_text_work_on_different_variants(
     """A variant another process holds is left for later, then read: each
     is worked on once, the results come back in the variants' order."""
     import threading
+    import time
 
     monkeypatch.syspath_prepend(str(ROOT / "scripts"))
     from ch7_web import held, in_turn
 
-    parts, worked = results.Parts("run", folder=tmp_path), []
+    parts, worked, found = results.Parts("run", folder=tmp_path), [], []
 
     def work(name):
         worked.append(name)
         return parts.get(name, lambda: name.upper())
 
+    reader = threading.Thread(
+        target=lambda: found.append(
+            in_turn(parts, ["a", "b"], work, wait=0.01)
+        )
+    )
     with held(parts, 0) as mine:  # the other process, on variant 0
         assert mine
         with held(parts, 0) as also:
             assert not also, "a held variant is refused"
-        late = threading.Timer(0.3, lambda: parts.get("a", lambda: "A"))
-        late.start()
-        found = []
-        reader = threading.Thread(
-            target=lambda: found.append(
-                in_turn(parts, ["a", "b"], work, wait=0.05)
-            )
-        )
         reader.start()
-        late.join()
-    reader.join(timeout=5)
+        waited = time.monotonic() + 30
+        while worked != ["b"] and time.monotonic() < waited:
+            time.sleep(0.01)
+        parts.get("a", lambda: "A")  # the other process finishes a
+    reader.join(timeout=30)
     assert found == [["A", "B"]]
     assert worked == ["b", "a"], "b first, a once let go"
     assert in_turn(parts, ["a", "b"], work, planning=True) == ["A", "B"]
