@@ -49,7 +49,6 @@ file stays when the results are written, for the process still running (run
 again, the command writes the same results without training).
 """
 
-import contextlib
 import math
 import time
 
@@ -86,11 +85,6 @@ from mha_lib.course.corpus import (
 from mha_lib.course.language_training import (
     bits_by_piece,
 )
-
-try:
-    import fcntl
-except ImportError:  # no advisory locks: one process at a time
-    fcntl = None
 
 # bits per character: a run's pieces against its own score (the same model,
 # summed in another order)
@@ -143,42 +137,13 @@ def trained(text, name, seeds, rates, schedule, device, *, by_piece):
     return records
 
 
-@contextlib.contextmanager
-def held(parts, index):
-    """Whether this process holds variant ``index`` of ``parts``'s run
-    (``True``) or another process does (``False``), for the ``with``
-    block."""
-    path = parts.folder / f"{parts.name}.variant-{index}.partial.lock"
-    with path.open("w") as lock:
-        if fcntl is None:
-            yield True
-            return
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-        else:
-            yield True
-
-
-def in_turn(parts, names, work, *, planning=False, wait=30):
-    """``[work(name) for name in names]``, where each name is worked on by
-    one process at a time: a name another process holds is left for later
-    and taken once that process lets it go (its parts then done, and read).
-    Checks every ``wait`` seconds while only held names are left. While
-    ``planning`` (training nothing), in order, holding nothing."""
+def in_turn(parts, work, planning):
+    """``work(name)`` for every variant, in order: shared with another
+    process (:meth:`results.Parts.in_turn`), or, while planning (training
+    nothing), one after another."""
     if planning:
-        return [work(name) for name in names]
-    done, left = {}, list(names)
-    while left:
-        for name in list(left):
-            with held(parts, names.index(name)) as mine:
-                if mine:
-                    done[name] = work(name)
-                    left.remove(name)
-        if left:
-            time.sleep(wait)
-    return [done[name] for name in names]
+        return [work(name) for name in RETUNED]
+    return parts.in_turn(RETUNED, work)
 
 
 def characters_of(text):
@@ -269,7 +234,7 @@ def main():
             runs = reported(parts, test, name, best, "test documents")
             return tuned_record(name, test, tuning, tried, best, runs)
 
-        variants = in_turn(parts, RETUNED, tuned, planning=args.plan)
+        variants = in_turn(parts, tuned, args.plan)
         return parts, {
             "settings": {
                 **settings(schedule, test.corpus),
@@ -308,7 +273,7 @@ def main():
                 "runs": [runs[s] for s in REPORTED],
             }
 
-        variants = in_turn(parts, RETUNED, checked, planning=args.plan)
+        variants = in_turn(parts, checked, args.plan)
         return parts, {
             "settings": {
                 **settings(schedule, text.corpus),

@@ -56,41 +56,34 @@ def test_two_processes_share_the_parts_of_one_run(tmp_path):
     assert late.get("b", lambda: 99) == 2, "a kept part is read, not run"
 
 
-def test_two_processes_of_chapter_7s_second_text_work_on_different_variants(
-    tmp_path, monkeypatch
-):
-    """A variant another process holds is left for later, then read: each
-    is worked on once, the results come back in the variants' order."""
+def test_two_processes_take_groups_of_parts_in_turn(tmp_path):
+    """A group another process holds is left for later, then read: each is
+    worked on once, the results come back in the groups' order."""
     import threading
     import time
 
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    from ch7_web import held, in_turn
-
     parts, worked, found = results.Parts("run", folder=tmp_path), [], []
+    other = results.Parts("run", folder=tmp_path)  # the other process
 
     def work(name):
         worked.append(name)
         return parts.get(name, lambda: name.upper())
 
     reader = threading.Thread(
-        target=lambda: found.append(
-            in_turn(parts, ["a", "b"], work, wait=0.01)
-        )
+        target=lambda: found.append(parts.in_turn(["a", "b"], work, wait=0.01))
     )
-    with held(parts, 0) as mine:  # the other process, on variant 0
+    with other.held("a") as mine:
         assert mine
-        with held(parts, 0) as also:
-            assert not also, "a held variant is refused"
+        with parts.held("a") as also:
+            assert not also, "a held group is refused"
         reader.start()
         waited = time.monotonic() + 30
         while worked != ["b"] and time.monotonic() < waited:
             time.sleep(0.01)
-        parts.get("a", lambda: "A")  # the other process finishes a
+        other.get("a", lambda: "A")  # the other process finishes a
     reader.join(timeout=30)
     assert found == [["A", "B"]]
     assert worked == ["b", "a"], "b first, a once let go"
-    assert in_turn(parts, ["a", "b"], work, planning=True) == ["A", "B"]
 
 
 SHIPPED = sorted(

@@ -18,6 +18,7 @@ were measured; no folder or setting makes a file vouch for itself.
 """
 
 import collections
+import contextlib
 import hashlib
 import json
 import math
@@ -403,6 +404,8 @@ class Parts:
     ``parts.seconds`` is the wall time of all the parts, over every resumption
     (summed, where two processes shared the parts).
     :meth:`save` writes the run's result and removes the partial file.
+    Two processes sharing the parts take whole groups of them in turn
+    (:meth:`in_turn`).
     """
 
     def __init__(self, name, folder=None):
@@ -441,6 +444,40 @@ class Parts:
                 written.replace(self.path)
             print(f"{key}: {seconds:.0f} s", flush=True)
         return self.done[key]["result"]
+
+    @contextlib.contextmanager
+    def held(self, name):
+        """Whether this process holds ``name`` (a group of parts, say one
+        variant's) for the ``with`` block (``True``), or another process does
+        (``False``): an advisory lock, let go when its process ends, however
+        it ends."""
+        tag = hashlib.sha256(name.encode()).hexdigest()[:12]
+        with self.path.with_name(f"{self.name}.{tag}.partial.lock").open(
+            "w"
+        ) as lock:
+            try:
+                if fcntl is not None:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+            else:
+                yield True
+
+    def in_turn(self, names, work, *, wait=30):
+        """``[work(name) for name in names]``, each name worked on by one
+        process at a time (:meth:`held`): a name another process holds is
+        left for later and taken once let go (its parts then done, and read).
+        Checks every ``wait`` seconds while only held names are left."""
+        done, left = {}, list(names)
+        while left:
+            for name in list(left):
+                with self.held(name) as mine:
+                    if mine:
+                        done[name] = work(name)
+                        left.remove(name)
+            if left:
+                time.sleep(wait)
+        return [done[name] for name in names]
 
     def seconds_of(self, key):
         return self.done[key]["seconds"]
