@@ -42,6 +42,15 @@ def test_pairwise_head_distance_is_symmetric_with_zero_diagonal():
         pairwise_head_distance(weights[0])
 
 
+def test_pairwise_head_distance_is_each_pairs_mean_distance():
+    weights = torch.rand(3, 5, 4, 6).softmax(-1)
+    distance = pairwise_head_distance(weights)
+    for a in range(5):
+        for b in range(5):
+            each = js_distance(weights[:, a], weights[:, b]).mean()
+            assert torch.allclose(distance[a, b], each, atol=1e-6)
+
+
 def test_offset_profile_finds_a_fixed_offset():
     n = 6
     weights = torch.zeros(1, 2, n, n)

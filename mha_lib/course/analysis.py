@@ -56,16 +56,18 @@ def js_distance(p, q):
     """
     for name, rows in (("p", p), ("q", q)):
         check_distributions(name, rows)
+    return _distance(entropy((p + q) / 2), entropy(p), entropy(q))
 
-    def entropy(a):  # in bits; 0 * log(0) counts as 0
-        return -torch.where(a > 0, a * a.clamp_min(1e-30).log2(), 0.0).sum(-1)
 
-    # JS^2 = H((p + q) / 2) - (H(p) + H(q)) / 2: the two KL terms to the
-    # middle, summed out. p's and q's own entropies take one logarithm per
-    # row, not one per pair of rows where p and q are broadcast
-    # against each other (pairwise_head_distance)
-    spread = entropy((p + q) / 2) - (entropy(p) + entropy(q)) / 2
-    return spread.clamp_min(0).sqrt()
+def entropy(a):
+    """Entropy in bits along the last axis; 0 * log(0) counts as 0."""
+    return -torch.where(a > 0, a * a.clamp_min(1e-30).log2(), 0.0).sum(-1)
+
+
+def _distance(middle, entropy_p, entropy_q):
+    """JS^2 = H((p + q) / 2) - (H(p) + H(q)) / 2: the two KL terms to the
+    middle, summed out; its root, from the three entropies."""
+    return (middle - (entropy_p + entropy_q) / 2).clamp_min(0).sqrt()
 
 
 def check_distributions(name, rows, tolerance=1e-3):
@@ -102,12 +104,20 @@ def pairwise_head_distance(weights):
             "weights must be (batch, heads, n_query, n_key), got "
             f"{tuple(weights.shape)}"
         )
-    # (batch, heads, 1, ..) and (batch, 1, heads, ..)
-    p, q = (
-        weights.unsqueeze(2),
-        weights.unsqueeze(1),
+    check_distributions("weights", weights)
+    heads = weights.shape[1]
+    # each pair once (the distance is symmetric, 0 from a head to itself),
+    # each head's own entropy once: (batch, heads, n_query)
+    first, second = torch.triu_indices(
+        heads, heads, offset=1, device=weights.device
     )
-    return js_distance(p, q).mean(dim=(0, 3))
+    own = entropy(weights)
+    # (batch, pairs, n_query, n_key) -> (batch, pairs, n_query)
+    middle = entropy((weights[:, first] + weights[:, second]) / 2)
+    pairs = _distance(middle, own[:, first], own[:, second]).mean(dim=(0, 2))
+    distance = weights.new_zeros(heads, heads)
+    distance[first, second] = distance[second, first] = pairs
+    return distance
 
 
 def offset_profile(weights, first=0):
