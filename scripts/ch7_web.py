@@ -27,12 +27,14 @@ run's held-out bits summed over each of the 33 chapters of the scored books
 (a first version kept them by book: six books, one of them 69 % of the
 characters, weigh as about two pieces of text, too few for an interval over
 the text to resolve anything; a book's bits are its chapters' sum). Each
-run's total must match
-its stored score within :data:`STORED_TOLERANCE`, and the file keeps both.
-Runs trained again differ a little: 1,500 steps amplify differences in the
-order of floating-point sums (the stored runs trained in other groups of
-seeds, some on a GPU), and the first ten trained again differed from their
-stored scores by up to 1.2e-3 bits per character.
+run's total must match its stored score within :data:`STORED_TOLERANCE`,
+each variant's median over its seeds within
+:data:`STORED_MEDIAN_TOLERANCE`, and the file keeps both scores. Runs
+trained again differ a little: 1,500 steps amplify differences in the order
+of floating-point sums (the stored runs trained in other groups of seeds,
+some on a GPU); the first ten trained again differed from their stored
+scores by up to 1.2e-3 bits per character, standard 1 x 64's by up to
+5.2e-3, all of them seeds that ended worse than the rest.
 
 Each scored run keeps its bits summed over every piece of the scored text
 (document or chapter), so that an interval can cover the text as well as the
@@ -50,6 +52,7 @@ again, the command writes the same results without training).
 """
 
 import math
+import statistics
 import time
 
 import checkout  # noqa: F401  (this checkout's mha_lib, first)
@@ -89,10 +92,16 @@ from mha_lib.course.language_training import (
 # bits per character: a run's pieces against its own score (the same model,
 # summed in another order)
 TOLERANCE = 1e-4
-# a Bible run trained again against its stored score: set after the first
-# ten runs differed by up to 1.2e-3; a wrong text, rate or seed is off by far
-# more (the central pairs differ by 0.02 to 0.13)
-STORED_TOLERANCE = 5e-3
+# a Bible run trained again against its stored score: planned at 1e-4, set
+# to 5e-3 after the first ten runs differed by up to 1.2e-3, and to 1e-2 when
+# standard 1 x 64's seed 17 differed by 5.2e-3 (its seeds split in two: the
+# runs that ended worse differed by 1.5e-3 to 5.2e-3, the others by 2e-5 at
+# most); a wrong text, rate or seed is off by far more (the central pairs
+# differ by 0.02 to 0.13) ...
+STORED_TOLERANCE = 1e-2
+# ... and a variant's median over its seeds: a change in the code moves every
+# seed, the order of floating-point sums a few (added with the 1e-2)
+STORED_MEDIAN_TOLERANCE = 1e-4
 
 
 class Text:
@@ -259,14 +268,21 @@ def main():
             against its stored score."""
             lr, finals = stored[name]
             runs = reported(parts, text, name, lr, "chapters")
+            gaps = []
             for seed, run in runs.items():
                 run["stored"] = finals[seed]
-                gap = abs(run["held_out"][-1] - finals[seed])
-                if args.smoke is None and gap > STORED_TOLERANCE:
+                gaps.append(abs(run["held_out"][-1] - finals[seed]))
+                if args.smoke is None and gaps[-1] > STORED_TOLERANCE:
                     raise ValueError(
                         f"{name}, seed {seed}: {run['held_out'][-1]} "
                         f"bits, stored {finals[seed]}"
                     )
+            median = statistics.median(gaps)
+            if args.smoke is None and median > STORED_MEDIAN_TOLERANCE:
+                raise ValueError(
+                    f"{name}: its runs differ from their stored scores by "
+                    f"{median:.1e} bits (the median over its seeds)"
+                )
             return {
                 **described(name, text.corpus),
                 "rate": lr,
@@ -278,6 +294,7 @@ def main():
             "settings": {
                 **settings(schedule, text.corpus),
                 "tolerance": STORED_TOLERANCE,
+                "median_tolerance": STORED_MEDIAN_TOLERANCE,
                 "pieces": characters_of(text),
             },
             "variants": variants,
