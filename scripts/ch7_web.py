@@ -32,9 +32,7 @@ each variant's median over its seeds within
 :data:`STORED_MEDIAN_TOLERANCE`, and the file keeps both scores. Runs
 trained again differ a little: 1,500 steps amplify differences in the order
 of floating-point sums (the stored runs trained in other groups of seeds,
-some on a GPU); the first ten trained again differed from their stored
-scores by up to 1.2e-3 bits per character, standard 1 x 64's by up to
-5.2e-3, all of them seeds that ended worse than the rest.
+some on a GPU): see :data:`STORED_TOLERANCE` for how far.
 
 Each scored run keeps its bits summed over every piece of the scored text
 (document or chapter), so that an interval can cover the text as well as the

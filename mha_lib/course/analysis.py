@@ -56,7 +56,7 @@ def js_distance(p, q):
     """
     for name, rows in (("p", p), ("q", q)):
         check_distributions(name, rows)
-    return _distance(entropy((p + q) / 2), entropy(p), entropy(q))
+    return _js_from_entropies(entropy((p + q) / 2), entropy(p), entropy(q))
 
 
 def entropy(a):
@@ -64,7 +64,7 @@ def entropy(a):
     return -torch.where(a > 0, a * a.clamp_min(1e-30).log2(), 0.0).sum(-1)
 
 
-def _distance(middle, entropy_p, entropy_q):
+def _js_from_entropies(middle, entropy_p, entropy_q):
     """JS^2 = H((p + q) / 2) - (H(p) + H(q)) / 2: the two KL terms to the
     middle, summed out; its root, from the three entropies."""
     return (middle - (entropy_p + entropy_q) / 2).clamp_min(0).sqrt()
@@ -114,9 +114,9 @@ def pairwise_head_distance(weights):
     own = entropy(weights)
     # (batch, pairs, n_query, n_key) -> (batch, pairs, n_query)
     middle = entropy((weights[:, first] + weights[:, second]) / 2)
-    pairs = _distance(middle, own[:, first], own[:, second]).mean(dim=(0, 2))
+    each = _js_from_entropies(middle, own[:, first], own[:, second])
     distance = weights.new_zeros(heads, heads)
-    distance[first, second] = distance[second, first] = pairs
+    distance[first, second] = distance[second, first] = each.mean(dim=(0, 2))
     return distance
 
 
